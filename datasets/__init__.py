@@ -1,0 +1,1 @@
+"""Bundled and generated datasets for wid (installed as ``wid.datasets``)."""

