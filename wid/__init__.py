@@ -1,0 +1,10 @@
+"""wid: Window-ID (WID) window aggregates on Spark SQL (Li et al., SIGMOD 2005).
+
+Bucket tags tuples with ranges of window-ids, a window-agnostic aggregate groups
+by them, punctuations decide when an extent is complete.
+"""
+
+from wid.errors import WidError
+from wid.query import query
+
+__all__ = ["WidError", "query"]

@@ -1,0 +1,153 @@
+"""Parser for the paper's window clause (the text inside ``[...]``).
+
+Grammar (keywords case-insensitive, parameters in any order)::
+
+    RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] WATTR a [PATTR p]
+    RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
+
+    unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
+"""
+
+from __future__ import annotations
+
+import re
+
+from wid.errors import WidError
+from wid.windows import (
+    Landmark,
+    PartitionedTupleSliding,
+    SlideByRank,
+    SlideByRows,
+    SlideByTuple,
+    Sliding,
+    Tumbling,
+    TupleSliding,
+    WindowSpec,
+)
+
+SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+ROWS = "ROW"
+_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[A-Za-z_][A-Za-z0-9_.]*|\(|\)|\S)")
+_KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR")
+
+
+def _tokens(text: str) -> list[str]:
+    tokens, pos = [], 0
+    while pos < len(text.rstrip()):
+        match = _TOKEN.match(text, pos)
+        tokens.append(match.group(1))
+        pos = match.end()
+    return tokens
+
+
+def _unit(word: str | None) -> str | None:
+    if word is None:
+        return None
+    singular = word.upper().removesuffix("S")
+    return singular if singular in SECONDS or singular == ROWS else None
+
+
+def _number(token: str, keyword: str, clause: str) -> int | float:
+    try:
+        value = float(token)
+    except ValueError:
+        raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]") from None
+    if value <= 0:
+        raise WidError(f"{keyword} must be positive, got {token} in [{clause}]")
+    return int(value) if value.is_integer() and "." not in token and "e" not in token.lower() else value
+
+
+def _parameters(clause: str) -> dict[str, list[str]]:
+    """Keyword -> the tokens after it, up to the next keyword."""
+    tokens = _tokens(clause)
+    if not tokens or tokens[0].upper() not in _KEYWORDS:
+        raise WidError(f"a window clause starts with RANGE or SLIDE: [{clause}]")
+    params: dict[str, list[str]] = {}
+    current = ""
+    for token in tokens:
+        if token.upper() in _KEYWORDS:
+            current = token.upper()
+            if current in params:
+                raise WidError(f"{current} given twice in [{clause}]")
+            params[current] = []
+        else:
+            params[current].append(token)
+    return params
+
+
+def _measure(words: list[str], keyword: str, clause: str) -> tuple[int | float | None, str | None]:
+    """``(amount in seconds or raw units, unit)`` of ``RANGE``/``SLIDE``; amount None for UNBOUNDED."""
+    if not words or len(words) > 2:
+        raise WidError(f"{keyword} needs an amount and an optional unit in [{clause}]")
+    unit = _unit(words[1]) if len(words) == 2 else None
+    if len(words) == 2 and unit is None:
+        raise WidError(f"unknown unit {words[1]!r} after {keyword} in [{clause}]")
+    if words[0].upper() == "UNBOUNDED":
+        if keyword != "RANGE":
+            raise WidError(f"only RANGE may be UNBOUNDED in [{clause}]")
+        return None, unit
+    amount = _number(words[0], keyword, clause)
+    return (amount * SECONDS[unit] if unit in SECONDS else amount), unit
+
+
+def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str | None:
+    words = params.get(keyword)
+    if words is None:
+        return None
+    if len(words) == 1 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", words[0]):
+        return words[0]
+    if keyword == "SATTR" and len(words) == 4 and words[0].lower() == "rank" and words[1] == "(" and words[3] == ")":
+        return f"rank({words[2]})"
+    raise WidError(f"{keyword} needs a column name, got {' '.join(words) or 'nothing'} in [{clause}]")
+
+
+def parse_window(clause: str) -> WindowSpec:
+    """The window specification written in ``clause``."""
+    params = _parameters(clause)
+    for required in ("RANGE", "SLIDE"):
+        if required not in params:
+            raise WidError(f"missing {required} in [{clause}]")
+    range_, range_unit = _measure(params["RANGE"], "RANGE", clause)
+    slide, slide_unit = _measure(params["SLIDE"], "SLIDE", clause)
+    wattr, pattr = _attribute(params, "WATTR", clause), _attribute(params, "PATTR", clause)
+    rattr, sattr = _attribute(params, "RATTR", clause), _attribute(params, "SATTR", clause)
+    if rattr or sattr:
+        if wattr or pattr or not (rattr and sattr):
+            raise WidError(f"a slide-by-tuple window takes RATTR and SATTR (no WATTR/PATTR) in [{clause}]")
+        return _slide_by_tuple(range_, range_unit, rattr, slide, slide_unit, sattr, clause)
+    if wattr is None:
+        raise WidError(f"missing WATTR in [{clause}]")
+    rows = {range_unit == ROWS, slide_unit == ROWS}
+    if len(rows) == 2 and not (range_ is None and range_unit is None):
+        raise WidError(f"RANGE and SLIDE must both be in ROWS or neither in [{clause}]")
+    in_rows = slide_unit == ROWS
+    if pattr and not in_rows:
+        raise WidError(f"PATTR partitions tuple-based (ROWS) windows; use GROUP BY {pattr} for [{clause}]")
+    if range_ is None:
+        if pattr:
+            raise WidError(f"PATTR is not supported with RANGE UNBOUNDED in [{clause}]")
+        return Landmark(slide, wattr, rows=in_rows)
+    if pattr:
+        return PartitionedTupleSliding(range_, slide, wattr, pattr)
+    if in_rows:
+        return TupleSliding(range_, slide, wattr)
+    return Tumbling(range_, slide, wattr) if range_ == slide else Sliding(range_, slide, wattr)
+
+
+def _slide_by_tuple(
+    range_: int | float | None, range_unit: str | None, rattr: str, slide: int | float, slide_unit: str | None,
+    sattr: str, clause: str,
+) -> WindowSpec:
+    if range_ is None or range_unit == ROWS:
+        raise WidError(f"a slide-by-tuple window needs a RANGE on RATTR {rattr} in [{clause}]")
+    if slide_unit != ROWS:
+        raise WidError(f"a slide-by-tuple window slides by n ROWS in [{clause}]")
+    if sattr.lower() == f"rank({rattr.lower()})":
+        return SlideByRank(range_, rattr, slide)
+    if sattr.startswith("rank("):
+        raise WidError(f"SATTR rank(...) must rank RATTR {rattr} in [{clause}]")
+    if sattr.lower() != "row_num":
+        raise WidError(f"SATTR is row_num (arrival order) or rank({rattr}), got {sattr} in [{clause}]")
+    if slide == 1:
+        return SlideByTuple(range_, rattr)
+    return SlideByRows(range_, rattr, slide)
