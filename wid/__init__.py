@@ -6,5 +6,6 @@ by them, punctuations decide when an extent is complete.
 
 from wid.errors import WidError
 from wid.query import query
+from wid.sql import create_view, register, run_sql
 
-__all__ = ["WidError", "query"]
+__all__ = ["WidError", "query", "register", "create_view", "run_sql"]

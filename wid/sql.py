@@ -1,0 +1,111 @@
+"""WID windows in Spark SQL: window-id functions, window-query views, a statement runner.
+
+:func:`register` defines session-scoped SQL functions (``CREATE TEMPORARY FUNCTION ...
+RETURN``: SQL, no Python UDF, so they run the same on classic and Spark Connect
+sessions). They are the :class:`wid.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
+(tumbling: r = s), with ``x`` a number or a timestamp as epoch seconds with fraction::
+
+    wid_lo(x, r, s)    = floor(x/s)                  first window holding x
+    wid_hi(x, r, s)    = floor((x+r)/s) - 1          last window holding x
+    wid_start(w, r, s) = (w+1)s - r                  extent(w) = [wid_start, wid_end)
+    wid_end(w, r, s)   = (w+1)s
+    wid_closed(v, s)   = floor(v/s) - 1              last window a punctuation at v closes
+
+Arguments are exact decimals (``DECIMAL(30, 9)``): timestamps keep their microseconds,
+longs are exact, doubles are rounded to 9 decimal places. A NULL argument gives NULL; a
+RANGE or SLIDE that is not positive fails the query, naming it. A tuple belongs to the windows
+``wid_lo <= w <= wid_hi`` (none when ``wid_lo > wid_hi``, in a gap of hopping windows).
+Spark does not take SQL functions inside a generator (``explode``), so a query that
+expands tuples into their windows tags them in a subquery first::
+
+    wid.register(spark)
+    spark.sql("SELECT w AS wid, seg_id, count(*) AS n FROM ("
+              "  SELECT *, wid_lo(ts, 300, 60) AS lo, wid_hi(ts, 300, 60) AS hi FROM traffic)"
+              " LATERAL VIEW explode(sequence(lo, hi)) AS w WHERE lo <= hi GROUP BY w, seg_id")
+
+equals ``wid.query(spark, "SELECT seg_id, count(*) AS n FROM traffic "
+"[RANGE 300 SECONDS SLIDE 60 SECONDS WATTR ts] GROUP BY seg_id")`` (which never
+expands a tuple into its ids).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wid.errors import WidError
+from wid.query import _mask, query
+
+#: Argument type of the SQL functions: 21 integer digits (any long) and nanoseconds.
+_NUMBER = "DECIMAL(30, 9)"
+
+#: name -> (parameters, body). ``wid_floor_div`` is floor(x/d) as an exact BIGINT for d > 0:
+#: the remainder ``pmod`` is exact on decimals, so the quotient divides exactly.
+FUNCTIONS: dict[str, tuple[str, str]] = {
+    "wid_positive": (
+        f"v {_NUMBER}, what STRING",
+        "IF(v > 0, v, raise_error(concat('wid: ', what, ' must be positive, got ', coalesce(string(v), 'NULL'))))",
+    ),
+    "wid_floor_div": (f"x {_NUMBER}, d {_NUMBER}", "CAST((x - pmod(x, d)) / d AS BIGINT)"),
+    "wid_lo": (f"x {_NUMBER}, r {_NUMBER}, s {_NUMBER}", "wid_floor_div(x, wid_positive(s, 'SLIDE'))"),
+    "wid_hi": (
+        f"x {_NUMBER}, r {_NUMBER}, s {_NUMBER}",
+        "wid_floor_div(x + wid_positive(r, 'RANGE'), wid_positive(s, 'SLIDE')) - 1",
+    ),
+    "wid_end": (f"w BIGINT, r {_NUMBER}, s {_NUMBER}", "(w + 1) * wid_positive(s, 'SLIDE')"),
+    "wid_start": (f"w BIGINT, r {_NUMBER}, s {_NUMBER}", "wid_end(w, r, s) - wid_positive(r, 'RANGE')"),
+    "wid_closed": (f"v {_NUMBER}, s {_NUMBER}", "wid_floor_div(v, wid_positive(s, 'SLIDE')) - 1"),
+}
+
+_CREATE_VIEW = re.compile(
+    r"\s*CREATE\s+(OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?VIEW\s+"
+    r"(IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+",
+    re.IGNORECASE,
+)
+_WINDOWED_FROM = re.compile(r"\bFROM\s+[A-Za-z_][\w.]*\s*\[", re.IGNORECASE)
+
+
+def register(spark: SparkSession) -> None:
+    """Define the window-id SQL functions (see the module docstring) in ``spark``'s session."""
+    for name, (params, body) in FUNCTIONS.items():
+        spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({params}) RETURN {body}")
+
+
+def create_view(spark: SparkSession, name: str, query_text: str, replace: bool = True) -> DataFrame:
+    """Register temp view ``name`` holding the result of window query ``query_text``
+    (as :func:`wid.query`); returns the view. With ``replace=False`` an existing view is an error."""
+    result = query(spark, query_text)
+    if not replace and spark.catalog.tableExists(name):
+        raise WidError(f"view {name!r} already exists")
+    result.createOrReplaceTempView(name)
+    return spark.table(name)
+
+
+def is_window_query(statement: str) -> bool:
+    """Whether ``statement`` reads a stream through a window clause: ``FROM view [ ... ]``
+    outside quotes and parentheses (text that does not balance is left to Spark SQL)."""
+    try:
+        return _WINDOWED_FROM.search(_mask(statement)) is not None
+    except WidError:
+        return False
+
+
+def run_sql(spark: SparkSession, statement: str) -> DataFrame:
+    """Run one SQL statement, with window queries allowed where Spark SQL takes a query.
+
+    ``SELECT ... FROM v [window] ...`` runs as :func:`wid.query`; ``CREATE [OR REPLACE]
+    [TEMP] VIEW q AS <window query>`` makes the temp view ``q`` (:func:`create_view`) and
+    returns it; any other statement goes to ``spark.sql`` unchanged.
+    """
+    if not is_window_query(statement):
+        return spark.sql(statement)
+    create = _CREATE_VIEW.match(statement)
+    if create is None:
+        if re.match(r"\s*CREATE\b", statement, re.IGNORECASE):
+            raise WidError("a window query can only define a view: CREATE [OR REPLACE] [TEMP] VIEW name AS ...")
+        return query(spark, statement)
+    replace, if_not_exists, name = create.groups()
+    if if_not_exists and spark.catalog.tableExists(name):
+        return spark.table(name)
+    return create_view(spark, name, statement[create.end():], replace=bool(replace))
