@@ -15,6 +15,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from wid import fca
 from wid.aggregate import WID, Aggregate, range_aggregate
 from wid.bucket import bucket
 from wid.clause import parse_window
@@ -157,6 +158,8 @@ class CompiledQuery:
 
     def result(self) -> DataFrame:
         """Exact results: every extent closed, nothing dropped."""
+        if isinstance(self.spec, SlideByTuple):
+            return self.finish(fca.aggregate(self.tagged, self.spec, self.keys, self.aggregates))
         return self.finish(range_aggregate(self.tagged, self.keys, self.aggregates))
 
 
@@ -183,8 +186,6 @@ def compile_query(spark: SparkSession, text: str) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input."""
     parsed = WindowQuery.parse(text)
     spec = parse_window(parsed.window)
-    if isinstance(spec, SlideByTuple):
-        raise WidError("slide-by-tuple (RATTR/SATTR) windows are not supported yet")
     try:
         source = spark.table(parsed.source)
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
@@ -192,9 +193,11 @@ def compile_query(spark: SparkSession, text: str) -> CompiledQuery:
         raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
     if WID in [c.lower() for c in source.columns]:
         raise WidError(f"view {parsed.source!r} already has a column named {WID!r}")
-    tagged = bucket(source, spec)
+    forward = isinstance(spec, SlideByTuple)  # FCA: window-ids come from the whole stream
+    tagged = fca.bucket(source, spec) if forward else bucket(source, spec)
     if parsed.where:
-        tagged = tagged.where(F.expr(parsed.where))
+        where = F.expr(parsed.where)
+        tagged = tagged.withColumn(fca.WID_IN, where) if forward else tagged.where(where)
 
     keys: dict[str, str] = {}  # normalised expression -> key column
     columns = {c.lower(): c for c in source.columns}
