@@ -1,0 +1,156 @@
+"""``wid bench``: ``wid.query`` against Spark's ``window()`` group-by and a tumbling group-by.
+
+One generated traffic stream (cached) serves every case. For each ratio ``r/s`` (slide ``s``
+fixed, range ``r = ratio * s``) every case in :data:`CASES` builds its DataFrame, which is
+evaluated in full through the ``noop`` sink; the best of ``--repeat`` runs is reported after one
+warm-up run per case. To add a case, append a :class:`Case` (and, if wanted, a pair to
+:data:`RATIOS`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from wid.datasets.traffic import traffic
+from wid.query import query
+
+VIEW = "traffic"
+
+
+@dataclass(frozen=True)
+class Case:
+    """A named way to compute the windowed aggregates of the stream (temp view ``traffic``,
+    also passed as ``data``) for range ``r`` and slide ``s``, in seconds."""
+
+    name: str
+    build: Callable[[SparkSession, DataFrame, int, int], DataFrame]
+
+
+def _aggregates() -> list[Column]:
+    return [F.count("*").alias("n"), F.min("speed").alias("lo"), F.max("speed").alias("hi"), F.avg("speed").alias("mean")]
+
+
+def wid_query(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    return query(
+        spark,
+        "SELECT seg_id, count(*) AS n, min(speed) AS lo, max(speed) AS hi, avg(speed) AS mean "
+        f"FROM {VIEW} [RANGE {r} SECONDS SLIDE {s} SECONDS WATTR ts] GROUP BY seg_id",
+    )
+
+
+def spark_window(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    return data.groupBy("seg_id", F.window("ts", f"{r} seconds", f"{s} seconds")).agg(*_aggregates())
+
+
+def tumbling(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    """The floor of the cost: each tuple in exactly one group (range ignored)."""
+    return data.groupBy("seg_id", F.floor(F.unix_seconds("ts") / s).alias("wid")).agg(*_aggregates())
+
+
+CASES = [Case("wid", wid_query), Case("window()", spark_window), Case("tumbling", tumbling)]
+#: Table columns comparing two cases: (numerator, denominator) of their times.
+RATIOS = [("window()", "wid"), ("wid", "tumbling")]
+
+
+def check(spark: SparkSession, data: DataFrame, r: int, s: int) -> None:
+    """Fail unless wid's count, min and max per (segment, window) equal Spark ``window()``'s,
+    with ``wid = end / s - 1`` for the window ending at ``end``."""
+    ours = wid_query(spark, data, r, s).select("seg_id", "wid", "n", "lo", "hi")
+    theirs = spark_window(spark, data, r, s).select(
+        "seg_id", (F.unix_seconds("window.end") / s - 1).cast("long").alias("wid"), "n", "lo", "hi"
+    )
+    differ = ours.exceptAll(theirs).count() + theirs.exceptAll(ours).count()
+    if differ:
+        raise RuntimeError(f"wid and window() differ on {differ} rows at range {r} s, slide {s} s")
+
+
+def seconds(case: Case, spark: SparkSession, data: DataFrame, r: int, s: int) -> float:
+    """Wall-clock time to build the case and evaluate it in full (``noop`` sink)."""
+    start = time.perf_counter()
+    case.build(spark, data, r, s).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def bench(
+    spark: SparkSession,
+    rows: int,
+    ratios: list[int],
+    segments: int = 50,
+    slide: int = 60,
+    repeat: int = 3,
+) -> dict[int, dict[str, float]]:
+    """Best time in seconds per ratio and case, on ``traffic(spark, rows, segments)``."""
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        print(f"[{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+
+    data = traffic(spark, rows, segments).cache()
+    progress(f"generated and cached {data.count()} rows, {segments} segments")
+    data.createOrReplaceTempView(VIEW)
+    try:
+        middle = ratios[len(ratios) // 2]
+        check(spark, data, middle * slide, slide)
+        progress(f"checked: wid = window() (count, min, max) at range/slide {middle}")
+        for case in CASES:
+            seconds(case, spark, data, ratios[0] * slide, slide)
+        progress("warmed up")
+        times: dict[int, dict[str, float]] = {}
+        for ratio in ratios:
+            times[ratio] = {}
+            for case in CASES:
+                best = min(seconds(case, spark, data, ratio * slide, slide) for _ in range(repeat))
+                times[ratio][case.name] = best
+                progress(f"range/slide {ratio}: {case.name} {best:.2f} s")
+        return times
+    finally:
+        data.unpersist()
+
+
+def report(times: dict[int, dict[str, float]], slide: int) -> str:
+    """The table of times and ratios, and wid's cost at the largest vs the smallest ratio."""
+    header = ["range/slide", "range s", *(f"{c.name} s" for c in CASES), *(f"{a}/{b}" for a, b in RATIOS)]
+    rows = [
+        [str(ratio), str(ratio * slide), *(f"{t[c.name]:.2f}" for c in CASES), *(f"{t[a] / t[b]:.2f}" for a, b in RATIOS)]
+        for ratio, t in times.items()
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in [header, *rows]]
+    low, high = min(times), max(times)
+    lines.append(f"wid cost at range/slide {high} vs {low}: {times[high]['wid'] / times[low]['wid']:.2f}x")
+    return "\n".join(lines)
+
+
+def _ratios(text: str) -> list[int]:
+    try:
+        ratios = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers, got {text!r}") from None
+    if not ratios or min(ratios) < 1:
+        raise argparse.ArgumentTypeError(f"ratios must be >= 1, got {text!r}")
+    return ratios
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("bench", help="time wid.query against Spark's window() and a tumbling group-by")
+    parser.add_argument("--rows", type=int, default=2_000_000, help="generated rows (default 2000000)")
+    parser.add_argument("--ratios", type=_ratios, default=[5, 60, 240], help="range/slide ratios (default 5,60,240)")
+    parser.add_argument("--segments", type=int, default=50, help="road segments (default 50)")
+    parser.add_argument("--slide", type=int, default=60, help="slide in seconds (default 60)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per case, best reported (default 3)")
+    parser.set_defaults(command=run)
+    return parser
+
+
+def run(args: argparse.Namespace, spark: SparkSession) -> int:
+    """``wid bench``: progress on stderr, the table on stdout."""
+    times = bench(spark, args.rows, args.ratios, args.segments, args.slide, args.repeat)
+    print(report(times, args.slide))
+    return 0

@@ -1,0 +1,137 @@
+"""The ``wid`` command line: ``wid run PLAN.toml`` and ``wid bench``.
+
+Each subcommand module exposes ``add_parser(subparsers) -> ArgumentParser`` whose parser sets
+``command=fn`` with ``fn(args, spark) -> int``; list it in :data:`SUBCOMMANDS` to add it.
+Bad input (a :class:`WidError`, a Spark error raised by wid's checks, an unresolvable query)
+ends with one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import NumericType
+
+from wid import bench
+from wid.errors import WidError
+from wid.plan import Plan
+from wid.query import WindowQuery, query
+from wid.session import local_session, remote_session
+
+BAD_INPUT = 2
+_WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+
+
+def add_run_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("run", help="run a plan (query + input) and print or write the result")
+    parser.add_argument("plan", help="plan file (TOML)")
+    parser.add_argument("--out", metavar="DIR", help="write the result to DIR instead of printing it")
+    parser.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="format for --out")
+    parser.add_argument("--rows", type=int, metavar="N", help="generate N rows, or read the first N of a file")
+    parser.add_argument("--limit", type=int, default=50, metavar="N", help="rows to print (default 50)")
+    parser.set_defaults(command=run)
+    return parser
+
+
+def run(args: argparse.Namespace, spark: SparkSession) -> int:
+    """``wid run``: the plan's exact result, printed sorted by keys then wid, or written to ``--out``."""
+    if args.rows is not None and args.rows < 0:
+        raise WidError("--rows must be >= 0")
+    plan = Plan.load(args.plan)
+    source = plan.register(spark, args.rows)
+    out = query(spark, plan.query)
+    if args.out:
+        writer = out.write.mode("errorifexists")
+        (writer.option("header", True).csv if args.format == "csv" else writer.parquet)(args.out)
+        print(f"wrote {args.out} ({args.format})")
+        return 0
+    if not WindowQuery.parse(plan.query).order_by:
+        keys = [c for c in out.columns if c != "wid" and c in source.columns]
+        out = out.orderBy(*keys, "wid", *[c for c in out.columns if c not in keys and c != "wid"])
+    print(table(out, args.limit))
+    return 0
+
+
+def table(df: DataFrame, limit: int) -> str:
+    """An aligned text table of the first ``limit`` rows of ``df``, with the total row count."""
+    total = df.count()
+    rows = [[_cell(v) for v in row] for row in df.limit(limit).collect()]
+    numeric = [isinstance(f.dataType, NumericType) for f in df.schema.fields]
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(df.columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
+
+    shown = f"{total} rows" if len(rows) == total else f"showing {len(rows)} of {total} rows (--limit N for more)"
+    return "\n".join([line(df.columns), line(["-" * w for w in widths]), *map(line, rows), f"({shown})"])
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    return str(value)
+
+
+SUBCOMMANDS = [add_run_parser, bench.add_parser]
+
+
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--master", metavar="URL", help="Spark master for the embedded session (default local[2])")
+    where.add_argument("--remote", metavar="sc://HOST:PORT", help="use a Spark Connect server instead")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``wid`` argument parser, one subparser per entry of :data:`SUBCOMMANDS`."""
+    top = argparse.ArgumentParser(prog="wid", description="Window-ID (WID) window aggregates on Spark.")
+    subparsers = top.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
+    for add_parser in SUBCOMMANDS:
+        _session_options(add_parser(subparsers))
+    return top
+
+
+def _one_line(error: Exception) -> str:
+    """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line."""
+    text = str(error)
+    found = _WID_MESSAGE.search(text)
+    return found.group(1) if found else text.strip().splitlines()[0]
+
+
+def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
+    """Entry point of the ``wid`` console script; ``spark`` (default: the active session, if any)
+    is used unless ``--master`` or ``--remote`` asks for another."""
+    args = parser().parse_args(argv)
+    owned = None
+    try:
+        if args.remote:
+            spark = owned = remote_session(args.remote)
+        elif args.master or not (spark or SparkSession.getActiveSession()):
+            spark = owned = local_session(args.master or "local[2]")
+            spark.sparkContext.setLogLevel("OFF")  # failed tasks would log stack traces; errors are reported here
+        else:
+            spark = spark or SparkSession.getActiveSession()
+        return args.command(args, spark)
+    except WidError as error:
+        print(f"wid: {error}", file=sys.stderr)
+    except PySparkException as error:
+        if not (_WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
+            raise
+        print(f"wid: {_one_line(error)}", file=sys.stderr)
+    finally:
+        if owned is not None:
+            owned.stop()
+    return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
