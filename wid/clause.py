@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from wid.errors import WidError
+from wid.spl import is_spl, parse_spl
 from wid.windows import (
     Landmark,
     PartitionedTupleSliding,
@@ -103,6 +104,8 @@ def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str |
 
 def parse_window(clause: str) -> WindowSpec:
     """The window specification written in ``clause``."""
+    if is_spl(clause):
+        return parse_spl(clause)
     params = _parameters(clause)
     for required in ("RANGE", "SLIDE"):
         if required not in params:

@@ -20,6 +20,8 @@ from wid.aggregate import WID, Aggregate, range_aggregate
 from wid.bucket import bucket
 from wid.clause import parse_window
 from wid.errors import WidError
+from wid.operational import operational_bucket
+from wid.spl import SplWindow
 from wid.windows import SlideByTuple, WindowSpec
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -194,7 +196,10 @@ def compile_query(spark: SparkSession, text: str) -> CompiledQuery:
     if WID in [c.lower() for c in source.columns]:
         raise WidError(f"view {parsed.source!r} already has a column named {WID!r}")
     forward = isinstance(spec, SlideByTuple)  # FCA: window-ids come from the whole stream
-    tagged = fca.bucket(source, spec) if forward else bucket(source, spec)
+    if isinstance(spec, SplWindow):  # operational windows: ranges of trigger numbers
+        tagged = operational_bucket(source, spec)
+    else:
+        tagged = fca.bucket(source, spec) if forward else bucket(source, spec)
     if parsed.where:
         where = F.expr(parsed.where)
         tagged = tagged.withColumn(fca.WID_IN, where) if forward else tagged.where(where)
