@@ -1,0 +1,190 @@
+"""FCA windows (SPEC section 2): slide-by-tuple, slide by n tuples over row_num (FCB) and
+over rank(a) (FCU) against the brute-force oracle, which materialises every extent
+{u : w - r < u.a <= w} of the window-ids of the whole stream.
+
+Streams are seeded and random: the range attribute is out of order with respect to
+arrival, with many duplicates and values on extent boundaries; keys and values have NULLs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+import numpy as np
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql.types import StructField, StructType
+
+import wid
+from tests.oracle import SlideByTuple, evaluate
+from wid import fca
+from wid.query import compile_query
+
+SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
+START = dt.datetime(2026, 1, 1)
+AGGREGATES = "count(*) AS n, count(v) AS nv, sum(v) AS total, avg(v) AS mean, min(d) AS lo, max(d) AS hi"
+ORACLE = {
+    "n": ("count", None),
+    "nv": ("count", "v"),
+    "total": ("sum", "v"),
+    "mean": ("avg", "v"),
+    "lo": ("min", "d"),
+    "hi": ("max", "d"),
+}
+
+
+def stream(seed: int, n: int = 150) -> list[dict]:
+    """``n`` tuples: ``row_num`` unique with gaps; ``a`` in [0, 60) (about 2.5 per value, in
+    random order); ``g`` in {x, y, z, NULL}; ``v`` integer or NULL; ``d`` a multiple of 0.25;
+    ``ts`` within 10 minutes, with fractional seconds."""
+    rng = random.Random(seed)
+    return [
+        {
+            "row_num": row_num,
+            "a": rng.randrange(60),
+            "g": rng.choice(["x", "x", "y", "z", None]),
+            "v": None if rng.random() < 0.15 else rng.randint(-20, 20),
+            "d": rng.randint(-40, 40) / 4,
+            "ts": START + dt.timedelta(microseconds=rng.randrange(600_000_000)),
+        }
+        for row_num in sorted(rng.sample(range(3 * n), n))
+    ]
+
+
+def register(spark, rows: list[dict], partitions: int = 3, seed: int | None = 0, name: str = "s") -> None:
+    """``rows`` as view ``name``, in a shuffled physical order over ``partitions`` partitions
+    (``seed`` None: in the order given, one partition)."""
+    shuffled = rows if seed is None else random.Random(seed).sample(rows, len(rows))
+    df = spark.createDataFrame([tuple(r[c] for c in ("row_num", "a", "g", "v", "d", "ts")) for r in shuffled], SCHEMA)
+    (df.coalesce(1) if seed is None else df.repartition(partitions)).createOrReplaceTempView(name)
+
+
+def assert_rows(spark, actual, expected: list[dict]) -> None:
+    schema = StructType([StructField(f.name, f.dataType, True) for f in actual.schema])
+    expected_df = spark.createDataFrame([tuple(r[c] for c in actual.columns) for r in expected], schema)
+    assert_df_equality(actual, expected_df, ignore_row_order=True, ignore_nullable=True)
+
+
+VARIANTS = [
+    pytest.param("SLIDE 1 ROW SATTR row_num", {}, id="FCA-slide-by-tuple"),
+    pytest.param("SLIDE 4 ROWS SATTR row_num", {"every": 4}, id="FCB-every-4th-arrival"),
+    pytest.param("SLIDE 4 ROWS SATTR rank(a)", {"every": 4, "rank": True}, id="FCU-every-4th-rank"),
+]
+
+
+@pytest.mark.parametrize("slide, variant", VARIANTS)
+def test_variants_match_brute_force_with_group_by(spark, slide, variant):
+    """GROUP BY splits each extent; a window defined by a tuple of one group holds rows of
+    the others; a window with no tuple of a group has no row for it; duplicates of ``a``
+    define one window."""
+    rows = stream(seed=len(slide))
+    register(spark, rows)
+    actual = wid.query(spark, f"SELECT g, {AGGREGATES} FROM s [RANGE 7 RATTR a {slide}] GROUP BY g")
+    assert actual.columns == ["wid", "g", *ORACLE]
+    assert actual.schema["wid"].dataType.simpleString() == "bigint"
+    expected = evaluate(rows, SlideByTuple(7, "a", **variant), ORACLE, group_by=["g"])
+    assert_rows(spark, actual, expected)
+    assert len({r["wid"] for r in expected}) < len({(r["wid"], r["g"]) for r in expected})
+
+
+def test_timestamps_stay_timestamps_on_a_stream_over_many_partitions(spark):
+    """No GROUP BY, 8 Spark partitions; RANGE in SECONDS on a timestamp; the open lower
+    bound w - r < u.ts holds to the microsecond."""
+    rows = stream(seed=5, n=600)
+    rows[1]["ts"] = rows[0]["ts"] + dt.timedelta(seconds=20)  # exactly one range apart
+    register(spark, rows, partitions=8)
+    actual = wid.query(spark, f"SELECT {AGGREGATES} FROM s [RANGE 20 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
+    assert actual.schema["wid"].dataType.simpleString() == "timestamp"
+    expected = evaluate(rows, SlideByTuple(20, "ts"), ORACLE)
+    assert_rows(spark, actual, expected)
+    assert len(expected) == len({r["ts"] for r in rows})
+
+
+@pytest.mark.parametrize("slide, variant", VARIANTS[1:])
+def test_shuffled_arrival_gives_the_sorted_result(spark, slide, variant):
+    """The physical order never matters; for FCU (rank) not even the arrival order
+    (row_num) does: a permutation of row_num gives the same windows and results."""
+    rows = stream(seed=9)
+    text = f"SELECT g, {AGGREGATES} FROM {{}} [RANGE 5 RATTR a {slide}] GROUP BY g"
+    arrival = [r["row_num"] for r in rows]
+    if variant.get("rank"):  # in order = arriving in order of a; shuffled = any other arrival order
+        random.Random(1).shuffle(arrival)
+        in_order = sorted(rows, key=lambda r: (r["a"], r["row_num"]))
+        in_order = [{**r, "row_num": n} for r, n in zip(in_order, sorted(arrival))]
+    else:
+        in_order = sorted(rows, key=lambda r: r["row_num"])
+    rows = [{**r, "row_num": n} for r, n in zip(rows, arrival)]
+    register(spark, rows, partitions=5, seed=2, name="shuffled")
+    register(spark, in_order, seed=None, name="in_order")
+    shuffled = wid.query(spark, text.format("shuffled"))
+    assert_df_equality(shuffled, wid.query(spark, text.format("in_order")), ignore_row_order=True)
+    assert_rows(spark, shuffled, evaluate(rows, SlideByTuple(5, "a", **variant), ORACLE, group_by=["g"]))
+
+
+def test_where_filters_inside_extents_of_the_whole_streams_windows(spark):
+    """A tuple failing WHERE still defines its window (window-ids come from the whole stream)."""
+    rows = stream(seed=13)
+    register(spark, rows)
+    actual = wid.query(spark, f"SELECT g, {AGGREGATES} FROM s [RANGE 3 RATTR a SLIDE 2 ROWS SATTR row_num] "
+                              "WHERE v > 0 GROUP BY g")
+    expected = evaluate(rows, SlideByTuple(3, "a", every=2), ORACLE, group_by=["g"],
+                        where=lambda t: t["v"] is not None and t["v"] > 0)
+    assert_rows(spark, actual, expected)
+
+
+def test_spark_sql_reference_and_other_aggregates(spark):
+    """The range-join formulation gives the bins' results; it also serves aggregates the
+    bins do not hold (count(DISTINCT ...)) and non-numeric min/max."""
+    rows = stream(seed=17)
+    register(spark, rows)
+    text = f"SELECT g, {AGGREGATES} FROM s [RANGE 6 RATTR a SLIDE 1 ROW SATTR row_num] GROUP BY g"
+    compiled = compile_query(spark, text)
+    bins = compiled.result()
+    sql = compiled.finish(fca.aggregate(compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates, "sql"))
+    assert_df_equality(bins, sql, ignore_row_order=True)
+
+    actual = wid.query(spark, "SELECT g, count(DISTINCT v) AS kinds, max(ts) AS last "
+                              "FROM s [RANGE 6 RATTR a SLIDE 1 ROW SATTR row_num] GROUP BY g")
+    expected = evaluate(rows, SlideByTuple(6, "a"), {
+        "kinds": (lambda vs: len({v for v in vs if v is not None}), "v"),
+        "last": ("max", "ts"),
+    }, group_by=["g"])
+    assert_rows(spark, actual, expected)
+
+
+def test_null_range_attribute_is_an_error(spark):
+    rows = stream(seed=19, n=20)
+    rows[7]["a"] = None
+    register(spark, rows)
+    with pytest.raises(Exception, match=f"NULL or NaN window attribute 'a' in the tuple with row_num={rows[7]['row_num']}"):
+        wid.query(spark, "SELECT count(*) AS n FROM s [RANGE 3 RATTR a SLIDE 1 ROW SATTR row_num]").collect()
+
+
+def test_bins_take_tuples_once_in_any_order():
+    """The paper's aggregate: each tuple once, in any order and batching; the bin at or
+    before a window holds its extent's aggregate (count, sum, max)."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 200, 500)
+    v = rng.integers(-50, 50, 500).astype(np.int64)
+    present = rng.random(500) > 0.1
+    partials = {"n": ("n", None, np.dtype(np.int64)), "s": ("sum", "v", np.dtype(np.int64)),
+                "m": ("max", "v", np.dtype(np.int64)), "c": ("n", "v", np.dtype(np.int64))}
+    windows = np.unique(a)
+    r = 9
+    extents = [(w - r < a) & (a <= w) for w in windows]
+    expected = {
+        "n": [e.sum() for e in extents],
+        "c": [(e & present).sum() for e in extents],
+        "s": [v[e & present].sum() for e in extents],
+        "m": [v[e & present].max(initial=np.iinfo(np.int64).min) for e in extents],
+    }
+    for order, batch in [(np.arange(500), 500), (rng.permutation(500), 1), (rng.permutation(500), 37)]:
+        bins = fca.Bins(r, partials, a.dtype)
+        for start in range(0, 500, batch):
+            part = order[start:start + batch]
+            bins.add(a[part], {"v": (v[part], present[part])})
+        got = bins.at(windows)
+        for name, values in expected.items():
+            assert got[name].tolist() == [int(x) for x in values], name
+        assert len(bins.pos) == len(np.unique(np.concatenate([a, a + r])))  # two bins per value, no tuples
