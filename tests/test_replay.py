@@ -1,0 +1,213 @@
+"""wid.replay against a brute-force streaming simulation in plain Python (SPEC section 4).
+
+The simulation walks the stream in arrival order: a window ``(key, w)`` is emitted at the
+first punctuation matching ``key`` whose bound reaches the extent's end ``(w+1)s``; a tuple
+is late for the windows already emitted for its key when it arrives (generous drops those
+contributions, consistent the whole tuple). Extents are materialised from
+``extent(w) = {t : (w+1)s - r <= x < (w+1)s}``, never from the engine's wid ranges.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+import wid
+from wid import punctuate
+from wid.errors import WidError
+
+RANGE, SLIDE = 6, 2
+QUERY = f"SELECT k, count(*) AS n, sum(v) AS total FROM s [RANGE {RANGE} SLIDE {SLIDE} WATTR x] GROUP BY k"
+
+
+def stream(seed: int, n: int = 120, disorder: float = 5.0) -> list[dict]:
+    """Tuples in arrival order: ``x`` near the arrival index, up to ``disorder`` behind it."""
+    rnd = random.Random(seed)
+    rows = []
+    for i in range(n):
+        late = rnd.random() < 0.3
+        rows.append({"row_num": 2 * i, "k": rnd.choice("abc"), "x": i - (rnd.uniform(0, disorder) if late else 0.0),
+                     "v": rnd.randint(0, 9), "arrival": float(i)})
+    return rows
+
+
+def windows(x: float) -> list[int]:
+    return [w for w in range(math.floor(x / SLIDE) - 1, math.ceil((x + RANGE) / SLIDE) + 1)
+            if (w + 1) * SLIDE - RANGE <= x < (w + 1) * SLIDE]
+
+
+def simulate(rows: list[dict], puncts: list[tuple[int, str | None, float]], consistent: bool):
+    """``(results {(k, w): (n, total, emit_row)}, late Counter {(row_num, w)})``; ``puncts`` are
+    ``(row_num, key or None, bound)``."""
+    events = sorted([(r["row_num"], 0, r) for r in rows] + [(p[0], 1, p) for p in puncts], key=lambda e: e[:2])
+    keys = {r["k"] for r in rows}
+    closed: dict[str, float] = defaultdict(lambda: -math.inf)  # per key: largest bound seen
+    emit: dict[tuple[str, int], int] = {}
+    kept: dict[tuple[str, int], list[int]] = defaultdict(list)
+    late: Counter = Counter()
+    for _, kind, item in events:
+        if kind == 1:
+            row_num, key, bound = item
+            for k in keys if key is None else [key]:
+                closed[k] = max(closed[k], bound)
+            for (k, w) in kept:
+                if (k, w) not in emit and (key is None or key == k) and (w + 1) * SLIDE <= bound:
+                    emit[(k, w)] = row_num
+            continue
+        ws = windows(item["x"])
+        is_late = [(w + 1) * SLIDE <= closed[item["k"]] for w in ws]
+        for w, lt in zip(ws, is_late):
+            if lt or (consistent and any(is_late)):
+                late[(item["row_num"], w)] += 1
+            else:
+                kept[(item["k"], w)].append(item["v"])
+    results = {kw: (len(vs), sum(vs), emit.get(kw)) for kw, vs in kept.items()}
+    return results, late
+
+
+def exact(rows: list[dict]) -> Counter:
+    return Counter((r["k"], w) for r in rows for w in windows(r["x"]))
+
+
+def suffix_min_punctuations(rows: list[dict], key: str | None = None) -> list[tuple[int, str | None, float]]:
+    """The tightest correct punctuations: after each tuple, the least x still to come (of ``key``)."""
+    out, low = [], math.inf
+    for r in reversed(rows):
+        if key is None or r["k"] == key:
+            out.append((r["row_num"] - 1, key, low := min(low, r["x"])))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rows(spark):
+    data = stream(seed=7)
+    spark.createDataFrame(data, "row_num long, k string, x double, v long, arrival double").createOrReplaceTempView("s")
+    return data
+
+
+def run(spark, punctuation):
+    rep = wid.replay(spark, QUERY, punctuation=punctuation)
+    results = {(r.k, r.wid): (r.n, r.total, r.emit_row) for r in rep.results.collect()}
+    late = Counter((r.row_num, r.wid) for r in rep.late.collect())
+    return results, late
+
+
+def conserved(rows, results, late) -> None:
+    """emitted count + late rows = exact count, per window and key."""
+    by_key = {r["row_num"]: r["k"] for r in rows}
+    total = Counter({kw: n for kw, (n, _, _) in results.items()})
+    for (row_num, w), c in late.items():
+        total[(by_key[row_num], w)] += c
+    assert total == exact(rows)
+
+
+def test_exact_source_punctuations_give_the_query_result_and_nothing_late(spark, rows):
+    puncts = [(r, b) for r, _, b in suffix_min_punctuations(rows)]
+    frame = spark.createDataFrame(puncts, "row_num long, x double")
+    rep = wid.replay(spark, QUERY, punctuation=punctuate.embedded(frame))
+    assert rep.late.count() == 0
+    last_bound = puncts[0][1]  # the punctuation before the last tuple: its own x
+    assert rep.results.where(F.col("emit_row").isNull() & ((F.col("wid") + 1) * SLIDE <= last_bound)).count() == 0
+    assert_df_equality(rep.results.drop("emit_row"), wid.query(spark, QUERY), ignore_row_order=True,
+                       ignore_column_order=True, ignore_nullable=True)
+
+
+def test_per_key_embedded_punctuations_match_the_simulation(spark, rows):
+    rnd = random.Random(3)
+    puncts = [p for key in "ab" for p in suffix_min_punctuations(rows, key)]
+    puncts = [(r, k, b + (rnd.choice([0, 0, 3]))) for r, k, b in puncts if rnd.random() < 0.3]  # some too eager
+    puncts += [(r["row_num"], None, r["x"] - 2) for r in rows[::17]]  # wildcard
+    frame = spark.createDataFrame(puncts, "row_num long, k string, x double")
+    results, late = run(spark, punctuate.embedded(frame))
+    assert (results, late) == simulate(rows, puncts, consistent=False)
+    assert late  # the eager punctuations made some tuples late
+    conserved(rows, results, late)
+
+
+@pytest.mark.parametrize("mode", ["generous", "consistent"])
+def test_value_slack_matches_the_simulation(spark, rows, mode):
+    amount = 2.5
+    seen, puncts = -math.inf, []
+    for r in rows:
+        seen = max(seen, r["x"])
+        puncts.append((r["row_num"], None, seen - amount))
+    results, late = run(spark, punctuate.slack(amount, mode=mode))
+    assert (results, late) == simulate(rows, puncts, consistent=mode == "consistent")
+    conserved(rows, results, late)
+
+
+def test_consistent_slack_drops_at_least_as_much_as_generous(spark, rows):
+    generous = run(spark, punctuate.slack(1, "generous"))[1]
+    consistent = run(spark, punctuate.slack(1, "consistent"))[1]
+    assert set(generous) <= set(consistent) and sum(consistent.values()) > sum(generous.values())
+
+
+def test_more_slack_never_emits_an_extent_earlier(spark, rows):
+    emits = [run(spark, punctuate.slack(a))[0] for a in (0.5, 2, 4)]
+    for less, more in zip(emits, emits[1:]):
+        for kw, (_, _, row) in less.items():
+            if kw in more and row is not None:
+                assert more[kw][2] is None or more[kw][2] >= row
+
+
+def test_tuple_count_slack_matches_the_simulation(spark, rows):
+    n, seen, puncts = 6, -math.inf, []
+    for r in rows:
+        seen = max(seen, r["x"])
+        puncts.append((r["row_num"] + n, None, seen))
+    results, late = run(spark, punctuate.slack(n, by="rows"))
+    assert (results, late) == simulate(rows, puncts, consistent=False)
+    conserved(rows, results, late)
+
+
+def test_heartbeat_matches_the_simulation(spark, rows):
+    every, skew = 4, 3
+    puncts = [(r["row_num"], None, math.floor(r["arrival"] / every) * every - skew) for r in rows]
+    results, late = run(spark, punctuate.heartbeat(every, skew, clock="arrival", mode="consistent"))
+    assert (results, late) == simulate(rows, puncts, consistent=True)
+    conserved(rows, results, late)
+
+
+def test_ordered_by_matches_the_simulation(spark, rows):
+    puncts = [(r["row_num"], r["k"], r["x"]) for r in rows]
+    results, late = run(spark, punctuate.ordered_by("k"))
+    assert (results, late) == simulate(rows, puncts, consistent=False)
+    assert late  # each key's sub-stream is not in order here
+    conserved(rows, results, late)
+
+
+def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
+    from wid.datasets.traffic import traffic
+
+    traffic(spark, 400, segments=3, seed=5).createOrReplaceTempView("tr")
+    text = "SELECT seg_id, count(*) AS n FROM tr [RANGE 10 SECONDS SLIDE 5 SECONDS WATTR ts] GROUP BY seg_id"
+    rep = wid.replay(spark, text, punctuation=punctuate.heartbeat(2, 0.05))
+    late = rep.late.groupBy("seg_id", "wid").agg(F.count("*").alias("late"))
+    total = (rep.results.join(late, ["seg_id", "wid"], "full")
+             .select("seg_id", "wid", (F.coalesce("n", F.lit(0)) + F.coalesce("late", F.lit(0))).alias("n")))
+    assert_df_equality(total, wid.query(spark, text), ignore_row_order=True, ignore_nullable=True)
+    assert rep.late.count() > 0  # arrival lags ts by up to 0.25 s > skew
+
+
+def test_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
+    text = "SELECT count(*) AS n FROM s [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]"
+    rep = wid.replay(spark, text)
+    got = {r.wid: (r.n, r.emit_row) for r in rep.results.collect()}
+    # window w holds positions 2w-2 .. 2w+1 and closes on the arrival of position 2w+1 (row_num 2x)
+    want = {w: (len([p for p in range(2 * w - 2, 2 * w + 2) if 0 <= p < len(rows)]),
+                2 * (2 * w + 1) if 2 * w + 1 < len(rows) else None) for w in range(0, len(rows) // 2 + 1)}
+    assert got == want and rep.late.count() == 0
+
+
+def test_bad_punctuations_are_named(spark, rows):
+    with pytest.raises(WidError, match="not GROUP BY keys"):
+        wid.replay(spark, QUERY, punctuation=punctuate.ordered_by("v"))
+    with pytest.raises(WidError, match="mode"):
+        punctuate.slack(1, mode="lenient")
+    with pytest.raises(WidError, match="needs a 'x' column"):
+        wid.replay(spark, QUERY, punctuation=punctuate.embedded(spark.createDataFrame([(1, 2.0)], "row_num long, y double")))

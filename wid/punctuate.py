@@ -1,0 +1,239 @@
+"""Punctuation generators: where in the arrival order each extent may be closed.
+
+A generator turns a compiled query's stream into punctuations on wid: a DataFrame
+``(row_num, <pattern columns>, wid_closed)`` where the pattern columns are GROUP BY
+keys of the query (a value, or NULL for the wildcard) and ``wid_closed`` is the largest
+window that the punctuation closes for the matching keys. A punctuation with
+``row_num = r`` arrives right after the tuple ``r`` (before any tuple ``> r``).
+
+- :func:`embedded`: punctuations supplied by the source, on the window attribute;
+- :func:`slack`: bounded disorder, bound = max window-attribute value seen - amount
+  (``by="rows"``: the max seen ``amount`` row_nums earlier);
+- :func:`heartbeat`: bound = the last tick of an arrival clock - skew;
+- :func:`ordered_by`: each key's sub-stream is in order, so a tuple punctuates its keys
+  up to its own value.
+
+``mode`` says what replay drops of a tuple that is late for some window: ``generous``
+only its contributions to windows already emitted; ``consistent`` all of them.
+Everything is Column expressions and window functions; running maxima are parallel
+scans (:func:`running`), never one Spark partition holding the whole stream.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
+
+from wid.bucket import WID_CLOSED, WID_X, attribute_type, bucket_punctuations, numeric_value
+from wid.errors import WidError
+
+MODES = ("generous", "consistent")
+#: Arrival positions per scan chunk (row_num // ROW_CHUNK) and window-ids per chunk.
+ROW_CHUNK = 1 << 16
+WID_CHUNK = 1 << 10
+_CHUNK, _CARRY = "_wid_chunk", "_wid_carry"
+
+
+def running(df: DataFrame, value: str, order: list[str], chunk: Column, out: str, *,
+            partition: tuple[str, ...] = (), agg: str = "max", reverse: bool = False) -> DataFrame:
+    """``df`` plus ``out`` = ``agg`` (max|min) of ``value`` over the rows of the same
+    ``partition`` at or before each row in ``order`` (at or after, when ``reverse``).
+
+    A parallel scan: ``chunk`` (non-decreasing in ``order``) splits each partition; every
+    chunk is scanned on its own and gets a carry from the totals of the earlier chunks."""
+    fn, combine = (F.max, F.greatest) if agg == "max" else (F.min, F.least)
+    df = df.withColumn(_CHUNK, chunk)
+    ahead = (Window.unboundedPreceding, -1) if not reverse else (1, Window.unboundedFollowing)
+    within = (Window.unboundedPreceding, Window.currentRow) if not reverse else (Window.currentRow, Window.unboundedFollowing)
+    renamed = {c: f"_wid_cp{i}" for i, c in enumerate([*partition, _CHUNK])}
+    carry = (df.groupBy(*partition, _CHUNK).agg(fn(value).alias(_CARRY))
+             .select(*[F.col(c).alias(n) for c, n in renamed.items()],
+                     fn(_CARRY).over(Window.partitionBy(*[F.col(c) for c in partition]).orderBy(_CHUNK)
+                                     .rowsBetween(*ahead)).alias(_CARRY)))
+    same = [df[c].eqNullSafe(carry[n]) for c, n in renamed.items()]
+    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*order).rowsBetween(*within))
+    return (df.join(carry, same, "left").withColumn(out, combine(scanned, F.col(_CARRY)))
+            .drop(_CHUNK, _CARRY, *renamed.values()))
+
+
+@dataclass(frozen=True)
+class Punctuations:
+    """Punctuations on wid. ``frame``: ``row_num``, the ``pattern`` columns, ``wid_closed``;
+    ``shapes``: the sets of pattern columns that may be bound (non-NULL) together."""
+
+    frame: DataFrame
+    pattern: tuple[str, ...]
+    shapes: tuple[tuple[str, ...], ...]
+
+
+def _mode(mode: str) -> str:
+    if mode not in MODES:
+        raise WidError(f"punctuation mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+def _amount(name: str, value, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or (positive and value == 0):
+        raise WidError(f"{name} must be a {'positive' if positive else 'non-negative'} number, got {value!r}")
+    return value
+
+
+def _time_like(dtype: DataType) -> bool:
+    return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
+
+
+class Generator(ABC):
+    """A punctuation scheme for :func:`wid.replay`."""
+
+    mode: str
+
+    @abstractmethod
+    def punctuations(self, compiled) -> Punctuations:
+        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.query.CompiledQuery`)."""
+
+    @staticmethod
+    def closed(compiled, x: Column) -> Column:
+        """The largest window closed by a bound ``x`` given in ``wid_x`` units."""
+        dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
+        factor = numeric_value(F.col(compiled.spec.wattr), dtype, compiled.spec.wattr)[1]
+        return compiled.spec.scaled(factor).closed(x) if factor != 1 else compiled.spec.closed(x)
+
+    @staticmethod
+    def factor(compiled) -> int:
+        """``wid_x`` units per unit of the window clause (10**6 for timestamps)."""
+        dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
+        return numeric_value(F.col(compiled.spec.wattr), dtype, compiled.spec.wattr)[1]
+
+
+@dataclass(frozen=True)
+class Embedded(Generator):
+    frame: DataFrame
+    mode: str = "generous"
+
+    def punctuations(self, compiled) -> Punctuations:
+        wattr, columns = compiled.spec.wattr, {c.lower(): c for c in self.frame.columns}
+        for needed in ("row_num", wattr):
+            if needed.lower() not in columns:
+                raise WidError(f"punctuations need a {needed!r} column (columns: {', '.join(self.frame.columns)})")
+        keys = {k.lower(): k for k in compiled.keys}
+        pattern = [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())]
+        unknown = [c for c in pattern if c.lower() not in keys]
+        if unknown:
+            raise WidError(f"punctuation column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
+                           f"(keys: {', '.join(compiled.keys) or 'none'})")
+        bound_type = attribute_type(self.frame, wattr)
+        if _time_like(bound_type) != _time_like(attribute_type(compiled.tagged, wattr)):
+            raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
+                           f"the stream's is {attribute_type(compiled.tagged, wattr).simpleString()}")
+        types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
+        bound = F.col(columns[wattr.lower()])
+        frame = self.frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
+            F.lit("wid: NULL bound in the punctuation with row_num="),
+            F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))))).otherwise(bound))
+        frame = bucket_punctuations(frame, compiled.spec).select(
+            F.col("row_num").cast("long").alias("row_num"),
+            *[F.col(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
+        names = tuple(keys[c.lower()] for c in pattern)
+        shapes = tuple(s for n in range(len(names) + 1) for s in combinations(names, n))
+        return Punctuations(frame, names, shapes)
+
+
+@dataclass(frozen=True)
+class Slack(Generator):
+    amount: float
+    mode: str = "generous"
+    by: str = "value"
+
+    def punctuations(self, compiled) -> Punctuations:
+        x = compiled.tagged.select("row_num", WID_X)
+        seen = running(x, WID_X, ["row_num"], F.floor(F.col("row_num") / ROW_CHUNK), "_wid_seen")
+        if self.by == "value":
+            bound, at = F.col("_wid_seen") - F.lit(self.amount * self.factor(compiled)), F.col("row_num")
+        else:
+            bound, at = F.col("_wid_seen"), F.col("row_num") + F.lit(int(self.amount))
+        frame = seen.select(at.cast("long").alias("row_num"), self.closed(compiled, bound).alias(WID_CLOSED))
+        return Punctuations(frame, (), ((),))
+
+
+@dataclass(frozen=True)
+class Heartbeat(Generator):
+    every: float
+    skew: float
+    clock: str = "arrival_ts"
+    mode: str = "generous"
+
+    def punctuations(self, compiled) -> Punctuations:
+        dtype = attribute_type(compiled.tagged, self.clock)
+        if _time_like(dtype) != _time_like(attribute_type(compiled.tagged, compiled.spec.wattr)):
+            raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
+                           "must both be timestamps or both numbers")
+        clock, factor = numeric_value(F.col(self.clock), dtype, self.clock)
+        period = F.lit(self.every * factor)
+        tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
+        frame = compiled.tagged.where(F.col(self.clock).isNotNull()).select(
+            F.col("row_num").cast("long").alias("row_num"),
+            self.closed(compiled, tick - F.lit(self.skew * factor)).alias(WID_CLOSED))
+        return Punctuations(frame, (), ((),))
+
+
+@dataclass(frozen=True)
+class OrderedBy(Generator):
+    keys: tuple[str, ...]
+    mode: str = "generous"
+
+    def punctuations(self, compiled) -> Punctuations:
+        known = {k.lower(): k for k in compiled.keys}
+        missing = [k for k in self.keys if k.lower() not in known]
+        if missing:
+            raise WidError(f"ordered_by column(s) {', '.join(missing)} are not GROUP BY keys of the query "
+                           f"(keys: {', '.join(compiled.keys) or 'none'})")
+        names = tuple(known[k.lower()] for k in self.keys)
+        frame = compiled.tagged.select(F.col("row_num").cast("long").alias("row_num"), *names,
+                                       self.closed(compiled, F.col(WID_X)).alias(WID_CLOSED))
+        return Punctuations(frame, names, (names,))
+
+
+def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
+    """Punctuations from the source: ``row_num``, key columns (NULL = wildcard) and a bound
+    column named like the window attribute; ``(seg_id=s1, ts=300)`` at ``row_num = r``
+    promises that no tuple of ``s1`` with ``ts < 300`` arrives after ``r``."""
+    return Embedded(punctuations, _mode(mode))
+
+
+def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
+    """Bounded disorder. ``by="value"``: after each tuple, bound = (max window-attribute value
+    seen so far) - ``amount`` (in the clause's units, seconds for timestamps). ``by="rows"``:
+    a tuple is at most ``amount`` row_nums late, so after row ``r + amount`` the bound is the
+    max value seen up to row ``r``."""
+    if by not in ("value", "rows"):
+        raise WidError(f"slack by must be 'value' or 'rows', got {by!r}")
+    amount = _amount("slack amount", amount)
+    if by == "rows" and amount != int(amount):
+        raise WidError(f"slack by rows needs a whole number, got {amount!r}")
+    return Slack(amount, _mode(mode), by)
+
+
+def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "arrival_ts") -> Heartbeat:
+    """Periodic punctuations from an arrival clock (after Srivastava and Widom): at every tick
+    ``T = k * every`` of ``clock`` the bound is ``T - skew``, ``skew`` bounding how far a tuple's
+    window attribute lags its arrival. The heartbeat of tick T is seen right after the first
+    tuple that arrives at or after T."""
+    return Heartbeat(_amount("heartbeat every", every, positive=True), _amount("heartbeat skew", skew),
+                     clock, _mode(mode))
+
+
+def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
+    """Each sub-stream of ``keys`` (GROUP BY keys of the query) is in window-attribute order:
+    a tuple of key k punctuates k up to its own value."""
+    if not keys:
+        raise WidError("ordered_by needs at least one key column")
+    return OrderedBy(tuple(keys), _mode(mode))
+
+
+__all__ = ["Generator", "Punctuations", "embedded", "heartbeat", "ordered_by", "running", "slack"]
