@@ -1,0 +1,132 @@
+"""Bad input (SPEC section 6): a clear error naming the problem, never a silently wrong result."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.errors import PySparkException
+
+import wid
+from wid import WidError
+
+ROWS = [(3, 0, 1.5, "a", 1_767_225_600_000_000), (8, 1, -2.25, "b", 1_767_225_601_500_000)]
+
+
+@pytest.fixture(scope="module")
+def view(spark):
+    """View ``s``: row_num, k, x (double), name (string), ts (timestamp)."""
+    spark.createDataFrame(ROWS, "row_num long, k long, x double, name string, ts_us long") \
+        .selectExpr("row_num", "k", "x", "name", "timestamp_micros(ts_us) AS ts").createOrReplaceTempView("s")
+    return "s"
+
+
+def query(spark, window: str, select: str = "k, count(*) AS n", rest: str = "GROUP BY k", source: str = "s"):
+    return wid.query(spark, f"SELECT {select} FROM {source} [{window}] {rest}")
+
+
+@pytest.mark.parametrize(
+    "window, message",
+    [
+        ("5 SLIDE 2 WATTR x", r"starts with RANGE or SLIDE"),
+        ("RANGE 5 SLIDE WATTR x", r"SLIDE needs an amount"),
+        ("RANGE five SLIDE 2 WATTR x", r"RANGE needs a number, got 'five'"),
+        ("RANGE 5 2 1 SLIDE 2 WATTR x", r"RANGE needs an amount and an optional unit"),
+        ("RANGE 5 WATTR x", r"missing SLIDE"),
+        ("SLIDE 2 WATTR x", r"missing RANGE"),
+        ("RANGE 5 SLIDE 2", r"missing WATTR"),
+        ("RANGE 5 SLIDE 2 WATTR", r"WATTR needs a column name"),
+        ("RANGE 5 RANGE 6 SLIDE 2 WATTR x", r"RANGE given twice"),
+        ("RANGE 5 SLIDE 2 WATTR x WATTR ts", r"WATTR given twice"),
+        ("RANGE 5 FORTNIGHTS SLIDE 2 WATTR x", r"unknown unit 'FORTNIGHTS' after RANGE"),
+        ("RANGE 5 MINUTES SLIDE 2 PARSECS WATTR ts", r"unknown unit 'PARSECS' after SLIDE"),
+        ("RANGE 5 SLIDE UNBOUNDED WATTR x", r"only RANGE may be UNBOUNDED"),
+        ("RANGE 10 ROWS SLIDE 2 WATTR row_num", r"RANGE and SLIDE must both be in ROWS"),
+        ("RANGE 5 SLIDE 2 WATTR x PATTR k", r"PATTR partitions tuple-based \(ROWS\) windows"),
+    ],
+)
+def test_malformed_clause_names_the_problem(spark, view, window, message):
+    with pytest.raises(WidError, match=message):
+        query(spark, window)
+
+
+@pytest.mark.parametrize(
+    "window, message",
+    [
+        ("RANGE 0 SLIDE 2 WATTR x", r"RANGE must be positive, got 0"),
+        ("RANGE -5 SLIDE 2 WATTR x", r"RANGE must be positive, got -5"),
+        ("RANGE 5 SLIDE 0 WATTR x", r"SLIDE must be positive, got 0"),
+        ("RANGE 5 SLIDE -0.5 WATTR x", r"SLIDE must be positive, got -0.5"),
+        ("RANGE 0 MINUTES SLIDE 1 MINUTE WATTR ts", r"RANGE must be positive"),
+        ("RANGE UNBOUNDED SLIDE 0 WATTR x", r"SLIDE must be positive"),
+        ("RANGE 0 ROWS SLIDE 1 ROWS WATTR row_num", r"RANGE must be positive"),
+        ("RANGE 2.5 ROWS SLIDE 1 ROWS WATTR row_num", r"RANGE in ROWS must be a whole number, got 2.5"),
+        ("RANGE 4 ROWS SLIDE 1.5 ROWS WATTR row_num", r"SLIDE in ROWS must be a whole number, got 1.5"),
+    ],
+)
+def test_non_positive_or_fractional_range_and_slide(spark, view, window, message):
+    with pytest.raises(WidError, match=message):
+        query(spark, window)
+
+
+@pytest.mark.parametrize(
+    "window, select, rest, message",
+    [
+        ("RANGE 5 SLIDE 2 WATTR speed", "k, count(*) AS n", "GROUP BY k", r"unknown column 'speed'"),
+        ("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR seg", "count(*) AS n", "", r"unknown column 'seg'"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, max(speed) AS hi", "GROUP BY k", r"`speed` cannot be resolved"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "WHERE speed > 3 GROUP BY k", r"`speed` cannot be resolved"),
+        ("RANGE 5 SLIDE 2 WATTR x", "seg, count(*) AS n", "GROUP BY seg", r"`seg` cannot be resolved"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "GROUP BY k HAVING nope > 1", r"`nope` cannot be resolved"),
+        ("RANGE 5 SLIDE 2 WATTR name", "k, count(*) AS n", "GROUP BY k",
+         r"window attribute 'name' must be numeric or a timestamp, not string"),
+    ],
+)
+def test_unknown_column_or_bad_attribute_type(spark, view, window, select, rest, message):
+    with pytest.raises(WidError, match=message):
+        query(spark, window, select, rest)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("SELECT k, count(*) AS n FROM nowhere [RANGE 5 SLIDE 2 WATTR x] GROUP BY k", r"unknown view 'nowhere'"),
+        ("SELECT * FROM s [RANGE 5 SLIDE 2 WATTR x]", r"SELECT \* is not a window aggregate"),
+        ("SELECT x, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k", r"'x' is neither grouped"),
+        ("SELECT k FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k", r"needs at least one aggregate"),
+        ("SELECT k, count(*) AS n FROM s GROUP BY k", r"expected SELECT <items> FROM <view> \[<window clause>\]"),
+        ("SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k GROUP BY k", r"GROUP BY given twice"),
+        ("SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k WHERE x > 0", r"clauses must come in"),
+        ("SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] k", r"unexpected text after the window clause"),
+        ("SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k LIMIT ten", r"LIMIT needs a whole"),
+        ("SELECT k, count((*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k", r"unbalanced"),
+    ],
+)
+def test_malformed_query_names_the_problem(spark, view, text, message):
+    with pytest.raises(WidError, match=message):
+        wid.query(spark, text)
+
+
+def _fails_naming_the_tuple(spark, rows, schema, window, row_num):
+    """The query on ``rows`` fails when its result is computed, naming the tuple's row_num."""
+    spark.createDataFrame(rows, schema).selectExpr("*", "timestamp_micros(t_us) AS ts").createOrReplaceTempView("bad")
+    result = query(spark, window, "k, count(*) AS n", "GROUP BY k", source="bad")
+    with pytest.raises(PySparkException, match=rf"NULL or NaN window attribute .* row_num={row_num}\b"):
+        result.collect()
+
+
+@pytest.mark.parametrize(
+    "window, bad_row",
+    [
+        pytest.param("RANGE 5 SLIDE 2 WATTR x", (17, 0, None, 0), id="null-number"),
+        pytest.param("RANGE 1 SLIDE 4 WATTR x", (17, 1, float("nan"), 0), id="nan-number-hopping"),
+        pytest.param("RANGE UNBOUNDED SLIDE 1 MINUTE WATTR ts", (17, 0, 1.0, None), id="null-timestamp-landmark"),
+    ],
+)
+def test_null_or_nan_window_attribute_fails_naming_the_row(spark, window, bad_row):
+    rows = [(3, 0, 1.5, 10**6), bad_row, (20, 1, 2.0, 2 * 10**6)]
+    _fails_naming_the_tuple(spark, rows, "row_num long, k long, x double, t_us long", window, 17)
+
+
+def test_null_row_num_fails_a_rows_window(spark):
+    rows = [(3, 0, 1.5, 0), (None, 0, 2.0, 0), (20, 1, 2.0, 0)]
+    _fails_naming_the_tuple(spark, rows, "row_num long, k long, x double, t_us long",
+                            "RANGE 2 ROWS SLIDE 1 ROWS WATTR row_num", "NULL")
