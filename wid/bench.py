@@ -19,6 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid.datasets.traffic import traffic
+from wid.errors import WidError
 from wid.query import query
 
 VIEW = "traffic"
@@ -149,8 +150,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace, spark: SparkSession) -> int:
+def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid bench``: progress on stderr, the table on stdout."""
-    times = bench(spark, args.rows, args.ratios, args.segments, args.slide, args.repeat)
+    if min(args.rows, args.segments, args.slide, args.repeat) < 1:
+        raise WidError("--rows, --segments, --slide and --repeat must be >= 1")
+    times = bench(session(), args.rows, args.ratios, args.segments, args.slide, args.repeat)
     print(report(times, args.slide))
     return 0

@@ -1,7 +1,8 @@
 """The ``wid`` command line: ``wid run PLAN.toml`` and ``wid bench``.
 
 Each subcommand module exposes ``add_parser(subparsers) -> ArgumentParser`` whose parser sets
-``command=fn`` with ``fn(args, spark) -> int``; list it in :data:`SUBCOMMANDS` to add it.
+``command=fn`` with ``fn(args, session) -> int``, ``session()`` giving the Spark session (started
+on first call, so bad arguments fail before a JVM starts); list it in :data:`SUBCOMMANDS`.
 Bad input (a :class:`WidError`, a Spark error raised by wid's checks, an unresolvable query)
 ends with one line on stderr and exit status 2.
 """
@@ -9,9 +10,12 @@ ends with one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from functools import cache
 from datetime import datetime
 
 from pyspark.errors import AnalysisException, PySparkException
@@ -39,11 +43,12 @@ def add_run_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def run(args: argparse.Namespace, spark: SparkSession) -> int:
+def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid run``: the plan's exact result, printed sorted by keys then wid, or written to ``--out``."""
     if args.rows is not None and args.rows < 0:
         raise WidError("--rows must be >= 0")
     plan = Plan.load(args.plan)
+    spark = session()
     source = plan.register(spark, args.rows)
     out = query(spark, plan.query)
     if args.out:
@@ -100,6 +105,21 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+@contextmanager
+def _quiet_spark_error_logs():
+    """PySpark logs each analysis error it captures with its query context; here it is reported
+    in one line instead."""
+    loggers = [logging.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+    saved = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, disabled in zip(loggers, saved):
+            logger.disabled = disabled
+
+
 def _one_line(error: Exception) -> str:
     """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line."""
     text = str(error)
@@ -111,16 +131,22 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     """Entry point of the ``wid`` console script; ``spark`` (default: the active session, if any)
     is used unless ``--master`` or ``--remote`` asks for another."""
     args = parser().parse_args(argv)
-    owned = None
-    try:
+    started: list[SparkSession] = []
+
+    @cache
+    def session() -> SparkSession:
         if args.remote:
-            spark = owned = remote_session(args.remote)
+            started.append(remote_session(args.remote))
         elif args.master or not (spark or SparkSession.getActiveSession()):
-            spark = owned = local_session(args.master or "local[2]")
-            spark.sparkContext.setLogLevel("OFF")  # failed tasks would log stack traces; errors are reported here
+            started.append(local_session(args.master or "local[2]"))
+            started[0].sparkContext.setLogLevel("OFF")  # failed tasks would log stack traces; errors are reported here
         else:
-            spark = spark or SparkSession.getActiveSession()
-        return args.command(args, spark)
+            return spark or SparkSession.getActiveSession()
+        return started[0]
+
+    try:
+        with _quiet_spark_error_logs():
+            return args.command(args, session)
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)
     except PySparkException as error:
@@ -128,10 +154,9 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             raise
         print(f"wid: {_one_line(error)}", file=sys.stderr)
     finally:
-        if owned is not None:
+        for owned in started:
             owned.stop()
     return BAD_INPUT
-
 
 if __name__ == "__main__":
     sys.exit(main())
