@@ -7,10 +7,12 @@ import io
 import math
 import random
 from contextlib import redirect_stdout
+from functools import reduce
 from fractions import Fraction
 
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 import wid
@@ -62,25 +64,29 @@ def test_plan_check_sees_a_python_udf(spark, view):
     assert any(name in plan for name in PYTHON_EVALUATION)
 
 
-@pytest.mark.parametrize(
-    "clause, window",
-    [
-        ("[RANGE 5 SLIDE 2 WATTR x]", Sliding(5, 2, "x")),
-        ("[RANGE 1.5 SLIDE 4 WATTR x]", Sliding(1.5, 4, "x")),
-        ("[RANGE 2 MINUTES SLIDE 45 SECONDS WATTR ts]", Sliding(120, 45, "ts")),
-    ],
-)
-def test_bucket_tags_each_tuple_with_the_windows_whose_extent_holds_it(spark, view, clause, window):
-    """[wid_lo, wid_hi] is exactly {w : x in extent(w)}; tuples in no window are gone."""
+TAGGED = [
+    ("[RANGE 5 SLIDE 2 WATTR x]", Sliding(5, 2, "x")),
+    ("[RANGE 1.5 SLIDE 4 WATTR x]", Sliding(1.5, 4, "x")),
+    ("[RANGE 2 MINUTES SLIDE 45 SECONDS WATTR ts]", Sliding(120, 45, "ts")),
+]
+
+
+def test_bucket_tags_each_tuple_with_the_windows_whose_extent_holds_it(spark, view):
+    """[wid_lo, wid_hi] is exactly {w : x in extent(w)}; tuples in no window (hopping gaps) are gone."""
     expected = []
-    for t in view:
-        x = Fraction(t[window.attr])
-        holding = [w for w in window.candidates([x]) if window.extent(w)[0] <= x < window.extent(w)[1]]
-        if holding:
-            assert holding == list(range(holding[0], holding[-1] + 1))
-            expected.append((t["row_num"], holding[0], holding[-1]))
-    assert len(expected) > 0
-    tagged = bucket(spark.table("s"), parse_window(clause[1:-1])).select("row_num", WID_LO, WID_HI)
+    for clause, window in TAGGED:
+        for t in view:
+            x = Fraction(t[window.attr])
+            holding = [w for w in window.candidates([x]) if window.extent(w)[0] <= x < window.extent(w)[1]]
+            if holding:
+                assert holding == list(range(holding[0], holding[-1] + 1))
+                expected.append((clause, t["row_num"], holding[0], holding[-1]))
+    assert 0 < sum(case == TAGGED[1][0] for case, *_ in expected) < len(view)
+    tagged = reduce(DataFrame.unionByName, [
+        bucket(spark.table("s"), parse_window(clause[1:-1]))
+        .select(F.lit(clause).alias("clause"), "row_num", WID_LO, WID_HI)
+        for clause, _ in TAGGED
+    ])
     expected_df = spark.createDataFrame(expected, tagged.schema)
     assert_df_equality(tagged, expected_df, ignore_row_order=True, ignore_nullable=True)
 
@@ -93,25 +99,29 @@ def _closed(bound: Fraction, slide: Fraction) -> int:
     return w
 
 
-@pytest.mark.parametrize(
-    "clause, slide, seconds",
-    [
-        ("RANGE 5 SLIDE 2 WATTR x", 2, False),
-        ("RANGE 2.5 SLIDE 0.75 WATTR x", Fraction(3, 4), False),
-        ("RANGE UNBOUNDED SLIDE 3 WATTR x", 3, False),
-        ("RANGE 2 MINUTES SLIDE 45 SECONDS WATTR x", 45, True),
-    ],
-)
-def test_punctuation_bound_becomes_the_last_closed_window(spark, clause, slide, seconds):
+PUNCTUATED = [  # (clause, slide in seconds, bound is a timestamp)
+    ("RANGE 5 SLIDE 2 WATTR x", 2, False),
+    ("RANGE 2.5 SLIDE 0.75 WATTR x", Fraction(3, 4), False),
+    ("RANGE UNBOUNDED SLIDE 3 WATTR x", 3, False),
+    ("RANGE 2 MINUTES SLIDE 45 SECONDS WATTR x", 45, True),
+]
+
+
+def test_punctuation_bound_becomes_the_last_closed_window(spark):
     """A punctuation with bound v closes every window whose extent end (w+1)s <= v."""
-    rng = random.Random(len(clause))
+    rng = random.Random(3)
     bounds = [rng.randint(-400, 400) / 4 for _ in range(40)] + [0.0, 3.0, -3.0, 0.75, 45.0, -45.0]
     punctuations = spark.createDataFrame([(i, 1, b) for i, b in enumerate(bounds)], "row_num long, k long, x double")
-    if seconds:
-        punctuations = punctuations.withColumn("x", F.timestamp_micros((F.col("x") * 10**6).cast("long")))
-    closed = bucket_punctuations(punctuations, parse_window(clause)).select("row_num", WID_CLOSED)
+    as_timestamps = punctuations.withColumn("x", F.timestamp_micros((F.col("x") * 10**6).cast("long")))
+    closed = reduce(DataFrame.unionByName, [
+        bucket_punctuations(as_timestamps if seconds else punctuations, parse_window(clause))
+        .select(F.lit(clause).alias("clause"), "row_num", WID_CLOSED)
+        for clause, _, seconds in PUNCTUATED
+    ])
     expected = spark.createDataFrame(
-        [(i, _closed(Fraction(b), Fraction(slide))) for i, b in enumerate(bounds)], closed.schema
+        [(clause, i, _closed(Fraction(b), Fraction(slide))) for clause, slide, _ in PUNCTUATED
+         for i, b in enumerate(bounds)],
+        closed.schema,
     )
     assert_df_equality(closed, expected, ignore_row_order=True, ignore_nullable=True)
 

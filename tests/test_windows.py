@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 import wid
-from tests.oracle import Landmark, Rows, Sliding, evaluate
+from tests.oracle import Landmark, Rows, SlideByTuple, Sliding, evaluate
 
 SCHEMA = "row_num long, k long, x double, i long, v double, ts_us long"
 #: Microseconds of 2026-01-01 00:00:00 UTC.
@@ -72,6 +72,29 @@ def assert_query(spark, text: str, expected: list[dict], columns: list[str], ord
     schema = StructType([StructField(f.name, f.dataType, True) for f in actual.schema])
     expected_df = spark.createDataFrame([tuple(r[c] for c in columns) for r in expected], schema)
     assert_df_equality(actual, expected_df, ignore_row_order=not ordered, ignore_nullable=True)
+
+
+def test_oracle_materialises_the_extents_of_the_spec():
+    """Hand-worked SPEC section 2 examples for the oracle itself (no Spark)."""
+    n = {"n": ("count", None)}
+
+    def counts(rows, window, **kw):
+        return sorted((r["wid"], *[r[c] for c in kw.get("keys", [])], r["n"]) for r in evaluate(rows, window, n))
+
+    x3 = [{"row_num": 0, "x": 3}]
+    assert counts(x3, Sliding(5, 2, "x")) == [(1, 1), (2, 1), (3, 1)]  # [2w - 3, 2w + 2) holds 3
+    assert counts(x3, Sliding(1, 4, "x")) == [(0, 1)]  # [4w + 3, 4w + 4)
+    assert counts([{"row_num": 0, "x": 2}], Sliding(1, 4, "x")) == []  # in the gap
+    assert counts([{"row_num": 0, "x": 1}, {"row_num": 1, "x": 7}], Landmark(3, "x")) == [(0, 1), (1, 1), (2, 2)]
+    gaps = [{"row_num": 10}, {"row_num": 5}, {"row_num": 30}]  # positions 1, 0, 2
+    assert counts(gaps, Rows(2, 1)) == [(0, 1), (1, 2), (2, 2), (3, 1)]
+    parts = [{"row_num": i, "p": p} for i, p in enumerate("abaa")]
+    assert counts(parts, Rows(2, 2, pattr="p"), keys=["p"]) == [(0, "a", 2), (0, "b", 1), (1, "a", 1)]
+    ordered = [{"row_num": i, "a": a} for i, a in enumerate([1, 2, 4])]
+    assert counts(ordered, SlideByTuple(2, "a")) == [(1, 1), (2, 2), (4, 1)]  # {u : w - 2 < u.a <= w}
+    shuffled = [{"row_num": i, "a": a} for i, a in enumerate([4, 1, 2])]
+    assert counts(shuffled, SlideByTuple(2, "a", every=2)) == [(1, 1)]  # the 2nd tuple to arrive
+    assert counts(shuffled, SlideByTuple(2, "a", every=2, rank=True)) == [(2, 2)]  # the 2nd smallest
 
 
 VALUE_WINDOWS = [
