@@ -78,7 +78,7 @@ class SelectItem:
     @staticmethod
     def parse(text: str) -> SelectItem:
         masked = _mask(text)
-        match = re.fullmatch(r"(.*\S)\s+(?:AS\s+)?([A-Za-z_][A-Za-z0-9_]*)", masked, re.IGNORECASE | re.DOTALL)
+        match = re.fullmatch(r"(.*?\S)\s+(?:AS\s+)?([A-Za-z_][A-Za-z0-9_]*)", masked, re.IGNORECASE | re.DOTALL)
         if match and (re.search(r"\bAS\s+\w+$", masked, re.IGNORECASE) or match.group(1).endswith(")")
                       or _IDENT.fullmatch(match.group(1))):
             return SelectItem(text[: match.end(1)].strip(), match.group(2))
