@@ -78,8 +78,8 @@ def test_oracle_materialises_the_extents_of_the_spec():
     """Hand-worked SPEC section 2 examples for the oracle itself (no Spark)."""
     n = {"n": ("count", None)}
 
-    def counts(rows, window, **kw):
-        return sorted((r["wid"], *[r[c] for c in kw.get("keys", [])], r["n"]) for r in evaluate(rows, window, n))
+    def counts(rows, window, keys=()):
+        return sorted((r["wid"], *[r[c] for c in keys], r["n"]) for r in evaluate(rows, window, n))
 
     x3 = [{"row_num": 0, "x": 3}]
     assert counts(x3, Sliding(5, 2, "x")) == [(1, 1), (2, 1), (3, 1)]  # [2w - 3, 2w + 2) holds 3
@@ -101,7 +101,7 @@ VALUE_WINDOWS = [
     pytest.param("[RANGE 5 SLIDE 2 WATTR x]", Sliding(5, 2, "x"), id="sliding-range-not-multiple-of-slide"),
     pytest.param("[RANGE 2.5 SLIDE 0.75 WATTR x]", Sliding(2.5, 0.75, "x"), id="fractional-range-and-slide"),
     pytest.param("[RANGE 3 SLIDE 3 WATTR x]", Sliding(3, 3, "x"), id="tumbling"),
-    pytest.param("[RANGE 2 MINUTES SLIDE 45 SECONDS WATTR i]", Sliding(120, 45, "i"), id="integral-seconds"),
+    pytest.param("[RANGE 2.5 MINUTES SLIDE 45 SECONDS WATTR i]", Sliding(150, 45, "i"), id="integral-in-seconds"),
 ]
 
 
@@ -124,6 +124,12 @@ def test_hopping_gaps_and_empty_groups_yield_no_row(spark):
     assert {r["wid"] for r in expected if r["k"] == 3} < windows  # the rare key is absent from some windows
     assert any(r["k"] == 4 and r["nv"] == 0 and r["total"] is None and r["mean"] is None for r in expected)
     assert any(r["k"] is None for r in expected)
+
+
+def test_empty_stream_yields_no_row(spark):
+    register(spark, [])
+    assert_query(spark, "SELECT k, count(*) AS n FROM s [RANGE UNBOUNDED SLIDE 3 WATTR x] GROUP BY k", [],
+                 ["wid", "k", "n"])
 
 
 @pytest.mark.parametrize(
