@@ -1,0 +1,112 @@
+"""Local Spark processes for the tests, started from the installed pyspark and bound to 127.0.0.1.
+
+``spark_process(...)`` runs one JVM class through pyspark's ``bin/spark-class`` or
+``bin/spark-submit`` (which ``exec`` java, so the child is the JVM itself), waits until it
+listens on its port, and stops it (and anything it forked) on exit. ``connect_server()``
+is a Spark Connect server; ``free_port()`` a loopback port nobody listens on.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyspark
+
+from wid.session import find_java
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+ROOT = Path(__file__).resolve().parent.parent
+LOOPBACK = "127.0.0.1"
+CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def spark_env() -> dict[str, str]:
+    """The environment for Spark daemons and drivers: loopback only, and Python workers that
+    run this interpreter with this checkout importable (``wid`` for Arrow functions)."""
+    find_java()
+    path = os.environ.get("PYTHONPATH", "")
+    return {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), path) if p),
+    }
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex((LOOPBACK, port)) == 0
+
+
+@contextmanager
+def spark_process(
+    args: list[str], port: int, log: Path, timeout: float = 300, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen]:
+    """Run ``bin/<args...>`` from pyspark until the ``with`` block ends; ready once ``port`` accepts
+    connections. Fails with the tail of ``log`` if the process exits or ``timeout`` passes first."""
+    with open(log, "wb") as out:
+        process = subprocess.Popen([str(SPARK_HOME / "bin" / args[0]), *args[1:]], env={**spark_env(), **(env or {})},
+                                   stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not _listening(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"{' '.join(args[:3])} did not listen on {LOOPBACK}:{port}:\n{tail}")
+            time.sleep(1)
+        yield process
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """SIGTERM the process group this test started (SIGKILL after 30 s)."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def loopback_conf(**extra: str) -> list[str]:
+    """``--conf`` arguments that bind the driver to 127.0.0.1, as :func:`wid.session.local_session`."""
+    conf = {
+        "spark.driver.host": LOOPBACK,
+        "spark.driver.bindAddress": LOOPBACK,
+        "spark.ui.enabled": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "4",
+        **extra,
+    }
+    return [arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")]
+
+
+@contextmanager
+def connect_server(log: Path, master: str = "local[2]") -> Iterator[str]:
+    """A Spark Connect server on a free loopback port; yields its ``sc://127.0.0.1:PORT`` URL."""
+    port = free_port()
+    args = ["spark-submit", "--class", CONNECT_SERVER, "--name", "wid tests", "--master", master,
+            "--driver-memory", "1g", *loopback_conf(**{"spark.connect.grpc.binding.address": LOOPBACK,
+                                                      "spark.connect.grpc.binding.port": str(port)})]
+    with spark_process(args, port, log, env={"SPARK_CONNECT_MODE": "0"}):
+        yield f"sc://{LOOPBACK}:{port}"
