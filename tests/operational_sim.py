@@ -144,3 +144,81 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
         (*key, wid, len(content), sum(r[value] for r in content), tuple(sorted(r["row_num"] for r in content)))
         for key, wid, content in windows
     }
+
+
+def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]]:
+    """``(group key, wid, content)`` of every non-empty emission of a ``wid.flink.Discretization``
+    (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
+    emission at the end). Every group's buffer exists from the start and sees every tick."""
+    from wid.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
+                           PunctuationTrigger, TimeEviction, TimeTrigger)
+
+    rows = sorted(rows, key=lambda r: r["row_num"])
+    keys = sorted({tuple(r[c] for c in d.per_group) for r in rows})
+    buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}} for k in keys}
+    windows: list[tuple[tuple, int, list[Row]]] = []
+    t0 = rows[0][d.ts] if rows and d.timed else None
+    ticks = sorted({
+        (p.start if p.start is not None else t0) + p.delay + (k + 1) * p.granularity
+        for p in d.triggers if isinstance(p, TimeTrigger)
+        for k in range(int((rows[-1][d.ts] - ((p.start if p.start is not None else t0) + p.delay)) // p.granularity) + 1)
+    })
+    ticks = [tau for tau in ticks if tau <= rows[-1][d.ts]] if rows and d.timed else []
+
+    def emit(key: tuple) -> None:
+        b = buffers[key]
+        if b["items"]:
+            windows.append((key, b["seq"], list(b["items"])))
+        b["seq"] += 1
+
+    def expire(b: dict, now: float) -> None:
+        for e in d.evictions:
+            if isinstance(e, TimeEviction):
+                while b["items"] and b["items"][0][d.ts] < now - e.granularity:
+                    b["items"].pop(0)
+
+    def vector(row: Row, attrs: tuple[str, ...]) -> tuple:
+        return tuple(float(row[a]) for a in attrs)
+
+    pending = list(ticks)
+    for row in rows:
+        while pending and pending[0] <= row[d.ts]:
+            tau = pending.pop(0)
+            for key in keys:
+                expire(buffers[key], tau)
+                emit(key)
+        key = tuple(row[c] for c in d.per_group)
+        b = buffers[key]
+        fire = False
+        for i, p in enumerate(d.triggers):
+            if isinstance(p, CountTrigger):
+                seen = b["count"].setdefault(i, p.start)
+                if seen == p.every:
+                    fire, seen = True, 0
+                b["count"][i] = seen + 1
+            elif isinstance(p, DeltaTrigger):
+                if i not in b["ref"]:
+                    b["ref"][i] = vector(row, p.attrs)
+                elif p.fn(b["ref"][i], vector(row, p.attrs)) > p.threshold:
+                    fire, b["ref"][i] = True, vector(row, p.attrs)
+            elif isinstance(p, PunctuationTrigger) and row.get(p.marker):
+                fire = True
+        if fire:
+            emit(key)
+        survivors = [list(b["items"])]
+        for e in d.evictions:
+            items = list(b["items"])
+            if isinstance(e, CountEviction) and len(items) >= e.max:
+                items = items[e.delete:]
+            elif isinstance(e, TimeEviction):
+                items = [u for j, u in enumerate(items) if any(v[d.ts] >= row[d.ts] - e.granularity for v in items[:j + 1])]
+            elif isinstance(e, DeltaEviction):
+                while items and e.fn(vector(items[0], e.attrs), vector(row, e.attrs)) > e.threshold:
+                    items.pop(0)
+            elif isinstance(e, PunctuationEviction) and row.get(e.marker):
+                items = []
+            survivors.append(items)
+        b["items"] = min(survivors, key=len) + [row]
+    for key in keys:
+        emit(key)
+    return windows

@@ -218,7 +218,7 @@ class _Scanner:
         self.seqs: dict[tuple, int] = {}
         self.clock = 0  # next global number: time ticks or punctuations
         self.scale = scale
-        self.t0 = pdf[_T0].iloc[0] if _T0 in pdf and self.n else None
+        self.t0, self.tend = (pdf[_T0].iloc[0], pdf[_TEND].iloc[0]) if _T0 in pdf and self.n else (None, None)
 
     # numbering: time ticks and punctuations are numbered over the stream, other triggers per partition
     def _global(self) -> bool:
@@ -345,6 +345,8 @@ class _Scanner:
                 while self.subs and (len(self.subs) if isinstance(policy, PartitionCount)
                                      else sum(len(s.buf) for s in self.subs.values())) > limit:
                     self.drop(min(self.subs, key=lambda k: self.subs[k].last))
+        while timed and self.n and self.t0 + (self.clock + 1) * self.period <= self.tend:  # the stream's clock
+            self.tick()
         for sub in self.subs.values():
             end = self.next_number(sub) - (0 if isinstance(spec, Tumbling) and spec.incomplete and sub.buf else 1)
             for i in sub.buf:
@@ -354,6 +356,9 @@ class _Scanner:
 def _scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     """The sequential path: one Arrow grouped pass per partition (per stream with partition eviction)."""
     scale = _time_scale(df) if _T in df.columns else 1
+    by_partition = spec.partition_eviction is None and spec.partition_by
+    if not by_partition:
+        df = df.withColumn(_ALL, F.lit(0))
     schema = StructType([*df.schema.fields, StructField(WID_LO, LongType()), StructField(WID_HI, LongType())])
 
     def scan(pdf: pd.DataFrame) -> pd.DataFrame:
@@ -362,12 +367,5 @@ def _scan(df: DataFrame, spec: SplWindow) -> DataFrame:
         scanner.run()
         return pdf.assign(**{WID_LO: scanner.lo, WID_HI: scanner.hi})
 
-    if spec.partition_eviction is None and spec.partition_by:
-        grouped = df.groupBy(*spec.partition_by)
-    else:
-        df = df.withColumn(_ALL, F.lit(0))
-        schema = StructType([*schema.fields[:-2], StructField(_ALL, df.schema[_ALL].dataType), *schema.fields[-2:]])
-        grouped = df.groupBy(_ALL)
-    tagged = grouped.applyInPandas(lambda pdf: scan(pdf)[schema.fieldNames()], schema)
-    return _tuples(tagged, spec).drop(_ALL)
-
+    grouped = df.groupBy(*(spec.partition_by if by_partition else (_ALL,)))
+    return _tuples(grouped.applyInPandas(scan, schema), spec).drop(_ALL)

@@ -20,6 +20,7 @@ from wid.aggregate import WID, Aggregate, range_aggregate
 from wid.bucket import bucket
 from wid.clause import parse_window
 from wid.errors import WidError
+from wid.flink import Discretization, flink_bucket
 from wid.operational import operational_bucket
 from wid.spl import SplWindow
 from wid.windows import SlideByTuple, WindowSpec
@@ -184,10 +185,11 @@ def _aggregate_call(expr: str) -> tuple[str, str | None] | None:
     return match.group(1).lower(), argument
 
 
-def compile_query(spark: SparkSession, text: str) -> CompiledQuery:
-    """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input."""
+def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None) -> CompiledQuery:
+    """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
+    ``spec`` (e.g. a :class:`wid.flink.Discretization`) replaces the window clause's own."""
     parsed = WindowQuery.parse(text)
-    spec = parse_window(parsed.window)
+    spec = parse_window(parsed.window) if spec is None else spec
     try:
         source = spark.table(parsed.source)
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
@@ -198,6 +200,8 @@ def compile_query(spark: SparkSession, text: str) -> CompiledQuery:
     forward = isinstance(spec, SlideByTuple)  # FCA: window-ids come from the whole stream
     if isinstance(spec, SplWindow):  # operational windows: ranges of trigger numbers
         tagged = operational_bucket(source, spec)
+    elif isinstance(spec, Discretization):
+        tagged = flink_bucket(source, spec)
     else:
         tagged = fca.bucket(source, spec) if forward else bucket(source, spec)
     if parsed.where:
