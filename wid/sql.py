@@ -92,11 +92,12 @@ def is_window_query(statement: str) -> bool:
 
 
 def run_sql(spark: SparkSession, statement: str) -> DataFrame:
-    """Run one SQL statement, with window queries allowed where Spark SQL takes a query.
+    """Run one SQL statement that may be a window query.
 
-    ``SELECT ... FROM v [window] ...`` runs as :func:`wid.query`; ``CREATE [OR REPLACE]
-    [TEMP] VIEW q AS <window query>`` makes the temp view ``q`` (:func:`create_view`) and
-    returns it; any other statement goes to ``spark.sql`` unchanged.
+    A window query ``SELECT ... FROM v [window] ...`` (at the top level, not in a subquery)
+    runs as :func:`wid.query`; ``CREATE [OR REPLACE] [TEMP] VIEW q [IF NOT EXISTS] AS <window
+    query>`` makes the temp view ``q`` (:func:`create_view`) and returns it; any other
+    statement goes to ``spark.sql`` unchanged.
     """
     if not is_window_query(statement):
         return spark.sql(statement)
