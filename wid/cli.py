@@ -25,6 +25,7 @@ from pyspark.sql.types import NumericType
 from wid import bench
 from wid.errors import WidError
 from wid.plan import Plan
+from wid import flink
 from wid.query import WindowQuery, query
 from wid.session import local_session, remote_session
 
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     plan = Plan.load(args.plan)
     spark = session()
     source = plan.register(spark, args.rows)
-    out = query(spark, plan.query)
+    # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink]
+    out = flink.query(spark, plan.query, plan.sections["flink"]) if "flink" in plan.sections else query(spark, plan.query)
     if args.out:
         writer = out.write.mode("errorifexists")
         (writer.option("header", True).csv if args.format == "csv" else writer.parquet)(args.out)

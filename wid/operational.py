@@ -30,6 +30,8 @@ time trigger, and partition eviction policies (one pass over the whole stream).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
@@ -42,7 +44,7 @@ from wid.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punc
 from wid.windows import floor_div
 
 _T, _T0, _TEND, _POS = "_wid_t", "_wid_t0", "_wid_tend", "_wid_pos"
-_ALL = "_wid_all"
+_ALL, _DELTA = "_wid_all", "_wid_d_"
 
 
 def _quoted(name: str) -> str:
@@ -58,19 +60,28 @@ def _time_scale(df: DataFrame) -> int:
     return numeric_value(F.col(ARRIVAL_TS), attribute_type(df, ARRIVAL_TS), ARRIVAL_TS)[1]
 
 
-def _prepared(df: DataFrame, spec: SplWindow) -> DataFrame:
-    """Checked inputs: ``_wid_t`` (arrival clock, non-decreasing) with ``T0``/``T_end`` for
-    time policies, checked delta attributes, and the punctuation marker as a boolean."""
+def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
+    """Checked inputs and the spec on them: each delta attribute as a number ``_wid_d_<attr>``
+    (timestamps in microseconds, the delta scaled alike), the punctuation marker a boolean,
+    and for time policies ``_wid_t`` (arrival clock, non-decreasing) with ``T0``/``T_end``."""
     attribute_type(df, "row_num")
     for name in spec.partition_by:
         attribute_type(df, name)
-    for policy in spec.policies:
+    for role in ("eviction", "trigger"):
+        policy = getattr(spec, role, None)
         if isinstance(policy, Delta):
             dtype = attribute_type(df, policy.attr)
-            df = df.withColumn(policy.attr, checked(F.col(policy.attr), dtype, policy.attr))
-            numeric_value(F.col(policy.attr), dtype, policy.attr)
+            value, factor = numeric_value(F.col(policy.attr), dtype, policy.attr)
+            hidden = _DELTA + policy.attr
+            df = df.withColumn(hidden, checked(value, dtype, policy.attr))
+            spec = replace(spec, **{role: Delta(hidden, _scaled_period(policy.delta, factor))})
         if isinstance(policy, Punct) and not isinstance(attribute_type(df, policy.marker), BooleanType):
             raise WidError(f"punct() marker column {policy.marker!r} must be boolean (true = a punctuation)")
+    return _clocked(df, spec), spec
+
+
+def _clocked(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """``df`` with the arrival clock ``_wid_t`` and the stream's ``T0``/``T_end`` when a policy needs time."""
     if not (_uses(spec, Time) or isinstance(spec.partition_eviction, PartitionAge)):
         return df
     dtype = attribute_type(df, ARRIVAL_TS)
@@ -127,9 +138,10 @@ def compiled(df: DataFrame, spec: SplWindow) -> bool:
 def operational_bucket(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df``'s tuples tagged with ``wid_lo``/``wid_hi``: the triggers of ``spec`` that hold
     them; punctuation rows and tuples in no window are gone."""
-    prepared = _prepared(df, spec)
+    prepared, spec = _prepared(df, spec)
     tagged = _compiled(prepared, spec) if compiled(prepared, spec) else _scan(prepared, spec)
-    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(_POS, _T0, _TEND, _T)
+    hidden = [c for c in tagged.columns if c.startswith(_DELTA)]
+    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(_POS, _T0, _TEND, _T, *hidden)
 
 
 def _compiled(df: DataFrame, spec: SplWindow) -> DataFrame:
