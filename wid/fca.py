@@ -59,6 +59,8 @@ WID_IN = "wid_in"
 _CHUNK, _HOME = "_wid_chunk", "_wid_home"
 #: Tuples per batch of the bin scan.
 BATCH = 1 << 16
+#: Tuples per chunk the bins formulation aims at.
+CHUNK_ROWS = 50_000
 
 
 def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTuple]:
@@ -260,11 +262,12 @@ def _scan_key(part: pa.Table, windows: np.ndarray, r: Number, keys: list[str], p
 
 
 def aggregate(tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
-              method: str = "bins") -> DataFrame:
+              method: str = "bins", chunk_rows: int = CHUNK_ROWS) -> DataFrame:
     """One row per ``(keys, wid)`` whose extent holds a contributing tuple of the group:
     ``keys``, ``wid`` (of the rattr's type) and one column per aggregate, typed as Spark's
     aggregate. ``method``: ``"bins"`` (the default; falls back to ``"sql"`` for aggregates
-    the bins cannot hold) or ``"sql"`` (:func:`joined_aggregate`)."""
+    the bins cannot hold) or ``"sql"`` (:func:`joined_aggregate`); ``chunk_rows`` sizes the
+    bins' chunks (:func:`binned_aggregate`)."""
     if method not in ("bins", "sql"):
         raise WidError(f"unknown FCA method {method!r}: bins or sql")
     _, dtype, scaled = ids(tagged, spec)
@@ -272,7 +275,7 @@ def aggregate(tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates
     if method == "sql" or numeric is None:
         out = joined_aggregate(tagged, scaled.range, keys, aggregates)
     else:
-        out = binned_aggregate(tagged, scaled.range, keys, aggregates, numeric)
+        out = binned_aggregate(tagged, scaled.range, keys, aggregates, numeric, chunk_rows)
     types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
     return out.select(*keys, _rattr_value(F.col(WID), dtype).alias(WID),
                       *[F.col(f.name).cast(f.dataType) for f in types.fields])
@@ -308,12 +311,13 @@ def _numeric(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, np.dty
 
 
 def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
-                     numeric: dict[str, np.dtype]) -> DataFrame:
-    """The bins formulation (``wid`` in x units): chunks of the x axis, twice as many as
-    shuffle partitions and at least ``r`` wide, each scanned by an Arrow grouped function."""
-    spark = tagged.sparkSession
-    chunks = 2 * int(spark.conf.get("spark.sql.shuffle.partitions"))
-    low, high = tagged.agg(F.min(WID_X), F.max(WID_X)).first()
+                     numeric: dict[str, np.dtype], chunk_rows: int = CHUNK_ROWS) -> DataFrame:
+    """The bins formulation (``wid`` in x units): equal chunks of the x axis, at least ``r``
+    wide, about ``chunk_rows`` tuples each but at most twice as many as shuffle partitions,
+    each scanned by an Arrow grouped function."""
+    most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
+    chunks = max(1, min(most, count // chunk_rows))
     span = high - low if low is not None else 0
     width = max(r, -(-span // chunks) if isinstance(span, int) and isinstance(r, int) else span / chunks)
     values = sorted({a.arg for a in aggregates if a.arg is not None})
