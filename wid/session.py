@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -50,6 +51,7 @@ def local_session(
     """
     find_java()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers import wid like the driver
     settings = {
         "spark.driver.host": "127.0.0.1",
         "spark.driver.bindAddress": "127.0.0.1",
