@@ -22,7 +22,7 @@ from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import NumericType
 
-from wid import bench
+from wid import bench, experiment
 from wid.errors import WidError
 from wid.plan import Plan
 from wid import flink
@@ -89,7 +89,7 @@ def _cell(value) -> str:
     return str(value)
 
 
-SUBCOMMANDS = [add_run_parser, bench.add_parser]
+SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser]
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,106 @@
+"""The punctuation generators (SPEC section 4) against their definitions computed in plain Python."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from pyspark.sql import functions as F
+
+from wid import punctuate
+from wid.errors import WidError
+from wid.query import compile_query
+
+SLIDE = 5
+QUERY = f"SELECT k, count(*) AS n FROM p [RANGE 10 SLIDE {SLIDE} WATTR x] GROUP BY k"
+
+
+def closed(bound: float) -> int:
+    """The largest window whose extent end (w+1)s <= bound."""
+    return math.floor(bound / SLIDE) - 1
+
+
+@pytest.fixture(scope="module")
+def rows(spark):
+    rnd = random.Random(11)
+    data = [(3 * i, rnd.choice("xy"), i + rnd.uniform(-8, 0), i * 0.5 + rnd.uniform(0, 0.4)) for i in range(200)]
+    spark.createDataFrame(data, "row_num long, k string, x double, arrival double").createOrReplaceTempView("p")
+    return data
+
+
+def frame(spark, generator) -> dict:
+    compiled = compile_query(spark, QUERY)
+    got = generator.punctuations(compiled)
+    return {tuple(r) for r in got.frame.select("row_num", *got.pattern, "wid_closed").collect()}
+
+
+def test_value_slack_bound_is_the_max_seen_minus_the_amount(spark, rows):
+    seen, want = -math.inf, set()
+    for row_num, _, x, _ in rows:
+        seen = max(seen, x)
+        want.add((row_num, closed(seen - 3)))
+    assert frame(spark, punctuate.slack(3)) == want
+
+
+def test_tuple_count_slack_lags_the_max_seen_by_n_row_nums(spark, rows):
+    seen, want = -math.inf, set()
+    for row_num, _, x, _ in rows:
+        seen = max(seen, x)
+        want.add((row_num + 10, closed(seen)))
+    assert frame(spark, punctuate.slack(10, by="rows", mode="consistent")) == want
+
+
+def test_heartbeat_bound_is_the_last_tick_minus_the_skew(spark, rows):
+    want = {(row_num, closed(math.floor(a / 4) * 4 - 2)) for row_num, _, _, a in rows}
+    assert frame(spark, punctuate.heartbeat(4, 2, clock="arrival")) == want
+
+
+def test_ordered_by_punctuates_each_key_up_to_its_own_value(spark, rows):
+    assert frame(spark, punctuate.ordered_by("k")) == {(r, k, closed(x)) for r, k, x, _ in rows}
+
+
+def test_embedded_bounds_become_wid_closed_and_null_keys_are_wildcards(spark, rows):
+    given = [(5, "x", 42.0), (9, None, 17.5), (12, "y", -3.0)]
+    df = spark.createDataFrame(given, "row_num long, k string, x double")
+    assert frame(spark, punctuate.embedded(df)) == {(r, k, closed(b)) for r, k, b in given}
+
+
+def test_embedded_null_bound_is_an_error_naming_the_punctuation(spark, rows):
+    df = spark.createDataFrame([(5, None)], "row_num long, x double")
+    with pytest.raises(Exception, match="NULL bound in the punctuation with row_num=5"):
+        frame(spark, punctuate.embedded(df))
+
+
+def test_running_scan_crosses_chunks_and_partitions(spark):
+    rnd = random.Random(2)
+    data = [(i, rnd.choice("ab"), rnd.randint(-50, 50)) for i in range(300)]
+    df = spark.createDataFrame(data, "i long, g string, v long")
+    out = punctuate.running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",))
+    back = punctuate.running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",), agg="min", reverse=True)
+    for got, fn, order in ((out, max, data), (back, min, data[::-1])):
+        want, best = set(), {}
+        for i, g, v in order:
+            best[g] = v if g not in best else fn(best[g], v)
+            want.add((i, best[g]))
+        assert {(r.i, r.m) for r in got.collect()} == want
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: punctuate.slack(-1), "non-negative"),
+    (lambda: punctuate.slack(1.5, by="rows"), "whole number"),
+    (lambda: punctuate.slack(1, by="time"), "'value' or 'rows'"),
+    (lambda: punctuate.heartbeat(0, 1), "positive"),
+    (lambda: punctuate.ordered_by(), "at least one key"),
+    (lambda: punctuate.heartbeat(1, 1, mode="eager"), "mode must be one of"),
+])
+def test_bad_generator_options_are_named(make, message):
+    with pytest.raises(WidError, match=message):
+        make()
+
+
+def test_heartbeat_clock_must_match_the_window_attribute(spark, rows):
+    spark.createDataFrame([(0, "x", 1.0)], "row_num long, k string, x double").withColumn(
+        "arrival_ts", F.current_timestamp()).createOrReplaceTempView("p_ts")
+    with pytest.raises(WidError, match="both be timestamps or both numbers"):
+        punctuate.heartbeat(1, 0).punctuations(compile_query(spark, QUERY.replace("FROM p", "FROM p_ts")))

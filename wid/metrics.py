@@ -1,0 +1,96 @@
+"""Latency and accuracy of a replay against the exact result, per extent and overall.
+
+Per extent ``(keys, w)`` of the exact result, with ``end = (w+1)s`` its end on the window
+attribute and the arrival ``clock`` (``arrival_ts``, in the window attribute's units):
+
+- ``latency``      = clock at emission - end, the clock at emission being the latest
+  arrival at or before ``emit_row`` (end of stream: the last arrival);
+- ``latency_rows`` = emit_row - (the last row_num that arrived before ``end``), in row_num
+  units (end of stream: the last row_num + 1);
+- ``rel_error``    = |emitted - exact| / |exact| of the compared aggregate (1 when the extent
+  emitted nothing: all its tuples were late; 0 / 0 = 0), ``incorrect`` = rel_error > 1e-9.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
+
+from wid.aggregate import WID
+from wid.bucket import attribute_type
+from wid.errors import WidError
+from wid.punctuate import ROW_CHUNK, WID_CHUNK, running
+from wid.replay import EMIT_ROW, Replay
+
+TOLERANCE = 1e-9
+_ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
+
+
+def _seconds(df: DataFrame, name: str) -> Column:
+    dtype = attribute_type(df, name)
+    if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
+        return F.unix_micros(F.col(name).cast("timestamp")) / F.lit(1e6)
+    return F.col(name).cast("double")
+
+
+def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, chunk: float, out: str) -> DataFrame:
+    """``points`` (with ``_wid_ord``) plus ``out``: the max of ``value`` over ``tuples`` whose
+    ``order`` is below ``_wid_ord`` (``strict`` points sort before equal tuples)."""
+    events = points.withColumn(_VAL, F.lit(None).cast("double")).unionByName(
+        tuples.select(order.cast("double").alias(_ORD), F.lit(0).alias(_KIND), value.cast("double").alias(_VAL)),
+        allowMissingColumns=True)
+    scanned = running(events, _VAL, [_ORD, _KIND], F.floor(F.col(_ORD) / F.lit(chunk)), out)
+    return scanned.where(F.col(_KIND) != 0).drop(_VAL)
+
+
+def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataFrame:
+    """One row per exact extent: keys, ``wid``, ``exact``, ``emitted``, ``emit_row``,
+    ``latency``, ``latency_rows``, ``rel_error``, ``incorrect``."""
+    compiled = rep.compiled
+    names = {name: column for column, name in compiled.output}
+    if metric not in names or names[metric] in compiled.keys or names[metric] == WID:
+        raise WidError(f"metric {metric!r} is not an aggregate of the query (columns: {', '.join(names)})")
+    keys = [name for column, name in compiled.output if column in compiled.keys or column == WID]
+    stream = compiled.tagged
+    if clock not in stream.columns:
+        raise WidError(f"latency needs an arrival clock: the stream has no {clock!r} column")
+    if compiled.spec.positional or not hasattr(compiled.spec, "slide"):
+        raise WidError("latency is measured on windows over a value or time attribute")
+    exact = compiled.result().select(*keys, F.col(metric).alias("exact"))
+    emitted = rep.results.select(*keys, F.col(metric).alias("emitted"), EMIT_ROW)
+    extents = exact.join(emitted, keys, "left")
+    slide = float(compiled.spec.slide)
+    tuples = stream.select("row_num", _seconds(stream, clock).alias("_wid_clock"))
+    last = tuples.agg(F.max("row_num").alias("_wid_last_row"), F.max("_wid_clock").alias("_wid_last_clock"))
+
+    at_emit = _prefix(extents.withColumn(_ORD, F.col(EMIT_ROW).cast("double")).withColumn(_KIND, F.lit(1)),
+                      tuples, F.col("row_num"), F.col("_wid_clock"), float(ROW_CHUNK), "_wid_emit_clock")
+    end = (F.col(WID) + 1) * F.lit(slide)
+    at_end = _prefix(at_emit.withColumn(_ORD, end.cast("double")).withColumn(_KIND, F.lit(-1)),
+                     tuples, F.col("_wid_clock"), F.col("row_num"), slide * WID_CHUNK, "_wid_end_row")
+    out = at_end.crossJoin(F.broadcast(last))
+    emit_row = F.coalesce(F.col(EMIT_ROW), F.col("_wid_last_row") + 1)
+    emit_clock = F.when(F.col(EMIT_ROW).isNull(), F.col("_wid_last_clock")).otherwise(F.col("_wid_emit_clock"))
+    error = F.when(F.col("emitted").isNull(), F.lit(1.0)).when(F.col("exact") == 0, F.when(
+        F.col("emitted") == 0, 0.0).otherwise(1.0)).otherwise(F.abs(F.col("emitted") - F.col("exact")) / F.abs("exact"))
+    return out.select(
+        *keys, "exact", "emitted", EMIT_ROW,
+        (emit_clock - end).alias("latency"),
+        (emit_row - F.coalesce(F.col("_wid_end_row"), F.lit(-1.0))).alias("latency_rows"),
+        error.cast("double").alias("rel_error"),
+        (error > TOLERANCE).alias("incorrect"),
+    )
+
+
+def summary(rep: Replay, metric: str, clock: str = "arrival_ts") -> dict[str, float]:
+    """Overall figures (one small row to the driver): ``extents``, ``late_rows``, mean
+    ``latency`` and ``latency_rows``, ``avg_rel_error`` and ``frac_incorrect``."""
+    row = extent_metrics(rep, metric, clock).agg(
+        F.count("*").alias("extents"),
+        F.avg("latency").alias("latency"),
+        F.avg("latency_rows").alias("latency_rows"),
+        F.avg("rel_error").alias("avg_rel_error"),
+        F.avg(F.col("incorrect").cast("double")).alias("frac_incorrect"),
+    ).first()
+    return {**row.asDict(), "late_rows": rep.late.count()}
