@@ -116,7 +116,6 @@ def _fails_naming_the_tuple(spark, rows, schema, window, row_num):
 @pytest.mark.parametrize(
     "window, bad_row",
     [
-        pytest.param("RANGE 5 SLIDE 2 WATTR x", (17, 0, None, 0), id="null-number"),
         pytest.param("RANGE 1 SLIDE 4 WATTR x", (17, 1, float("nan"), 0), id="nan-number-hopping"),
         pytest.param("RANGE UNBOUNDED SLIDE 1 MINUTE WATTR ts", (17, 0, 1.0, None), id="null-timestamp-landmark"),
     ],

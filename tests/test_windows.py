@@ -132,22 +132,15 @@ def test_empty_stream_yields_no_row(spark):
                  ["wid", "k", "n"])
 
 
-@pytest.mark.parametrize(
-    "clause, window, origin_us",
-    [
-        pytest.param("[RANGE 2 MINUTES SLIDE 45 SECONDS WATTR ts]", Sliding(120, 45, "ts"), START_US, id="minutes"),
-        pytest.param("[RANGE 1.5 SECONDS SLIDE 0.25 SECONDS WATTR ts]", Sliding(1.5, 0.25, "ts"), -300_000_000,
-                     id="fractional-seconds-before-1970"),
-    ],
-)
-def test_timestamp_windows_match_brute_force(spark, clause, window, origin_us):
-    """Timestamps count in epoch seconds, fractional part kept; without GROUP BY, one row per window."""
+def test_timestamp_windows_match_brute_force(spark):
+    """Timestamps count in epoch seconds, fractional part kept, before 1970 too (minutes are
+    checked against Spark's window() in test_spark_window); without GROUP BY, one row per window."""
+    origin_us = -300_000_000
     rows = stream(seed=21, ts_origin_us=origin_us)
-    if origin_us < 0:  # squeeze into ~20 s so that fractional-second windows overlap
-        rows = [{**r, "ts_us": origin_us + (r["ts_us"] - origin_us) // 30} for r in rows]
-    rows = register(spark, rows)
-    expected = evaluate(rows, window, ALL_ORACLE)
-    assert_query(spark, f"SELECT {ALL} FROM s {clause}", expected, ["wid", *ALL_ORACLE])
+    rows = register(spark, [{**r, "ts_us": origin_us + (r["ts_us"] - origin_us) // 30} for r in rows])  # ~20 s
+    expected = evaluate(rows, Sliding(1.5, 0.25, "ts"), ALL_ORACLE)
+    assert_query(spark, f"SELECT {ALL} FROM s [RANGE 1.5 SECONDS SLIDE 0.25 SECONDS WATTR ts]", expected,
+                 ["wid", *ALL_ORACLE])
 
 
 @pytest.mark.parametrize(
@@ -242,22 +235,15 @@ def test_non_decomposable_aggregates_fall_back_to_expansion(spark):
                         "FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k", expected, ["wid", "k", "d", "med", "n", "hi"])
 
 
-def test_having_order_by_limit_apply_to_the_output(spark):
+def test_output_follows_select_then_having_order_by_limit(spark):
+    """Output columns follow SELECT, named by the aliases (``AS`` optional), keywords in any case;
+    GROUP BY may name an alias; HAVING, ORDER BY and LIMIT apply to the output rows."""
     rows = register(spark, stream(seed=91))
-    result = evaluate(rows, Sliding(5, 2, "x"), {"n": ("count", None), "hi": ("max", "v")}, group_by=["k"])
-    kept = sorted((r for r in result if r["n"] >= 3), key=lambda r: (-r["wid"], r["k"] is not None, r["k"] or 0))
+    result = evaluate(rows, Sliding(6, 4, "x"), {"hi": ("max", "v"), "n": ("count", None)},
+                      group_by=[lambda t: None if t["k"] is None else t["k"] % 2])
+    kept = sorted(({**r, "seg": r["key0"]} for r in result if r["n"] >= 3),
+                  key=lambda r: (-r["wid"], r["seg"] is not None, r["seg"] or 0))  # NULLs first, as Spark's ASC
     assert len(kept) > 7
-    assert_query(spark, "SELECT k, count(*) AS n, max(v) AS hi FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k "
-                        "HAVING n >= 3 ORDER BY wid DESC, k LIMIT 7", kept[:7], ["wid", "k", "n", "hi"], ordered=True)
-
-
-def test_select_order_aliases_and_grouping_by_an_alias(spark):
-    """Output columns follow SELECT, named by the aliases (``AS`` optional); keywords in any case."""
-    rows = register(spark, stream(seed=101))
-    expected = [
-        {**r, "seg": r["key0"]}
-        for r in evaluate(rows, Sliding(6, 4, "x"), {"hi": ("max", "v"), "n": ("count", None)},
-                          group_by=[lambda t: None if t["k"] is None else t["k"] % 2])
-    ]
     assert_query(spark, "select max(v) hi, k % 2 AS seg, wid, count(*) n from s [range 6 slide 4 wattr x] "
-                        "group by seg", expected, ["hi", "seg", "wid", "n"])
+                        "group by seg having n >= 3 order by wid desc, seg limit 7",
+                 kept[:7], ["hi", "seg", "wid", "n"], ordered=True)
