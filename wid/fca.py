@@ -109,36 +109,27 @@ def _identity(kind: str, dtype: np.dtype):
 
 
 class Bins:
-    """Start and end bins of one key partition. ``partials`` maps a name to ``(kind, column,
-    dtype)``: kind ``n`` counts the present values of ``column`` (``None``: every tuple),
-    ``sum``/``min``/``max`` reduce them."""
+    """Start and end bins of one key partition, after the init bin (id -inf, the identity).
+    ``partials`` maps a name to ``(kind, column, dtype)``: kind ``n`` counts the present
+    values of ``column`` (``None``: every tuple), ``sum``/``min``/``max`` reduce them."""
 
-    def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], dtype: np.dtype):
+    def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], x_dtype: np.dtype):
         self.r, self.partials = r, partials
-        self.pos = np.empty(0, dtype=np.result_type(dtype, np.asarray(r).dtype))
-        self.state = {name: np.empty(0, dtype=dtype) for name, (_, _, dtype) in partials.items()}
+        ids = np.result_type(x_dtype, np.asarray(r).dtype)
+        self.pos = np.array([np.iinfo(ids).min if ids.kind == "i" else -np.inf], dtype=ids)
+        self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype) for name, (kind, _, dtype) in partials.items()}
 
     def at(self, windows: np.ndarray) -> dict[str, np.ndarray]:
-        """The partials of extent(w) for each ``w`` in ``windows``: the bin at or before it
-        (before the first bin: the init bin, the identity)."""
+        """The partials of extent(w) for each ``w`` in ``windows``: those of the bin at or before it."""
         before = np.searchsorted(self.pos, windows, side="right") - 1
-        return {
-            name: np.where(before >= 0, self.state[name][np.maximum(before, 0)], _identity(kind, dtype))
-            for name, (kind, _, dtype) in self.partials.items()
-        } if len(self.pos) else {
-            name: np.full(len(windows), _identity(kind, dtype), dtype=dtype)
-            for name, (kind, _, dtype) in self.partials.items()
-        }
+        return {name: state[before] for name, state in self.state.items()}
 
     def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """processtuple for a batch: ``x`` and, per value column, ``(values, present)``."""
         order = np.argsort(x, kind="stable")
         xs = x[order]
-        new = np.unique(np.concatenate([xs, xs + self.r]))
-        known = np.searchsorted(self.pos, new)
-        new = new[~((known < len(self.pos)) & (self.pos[np.minimum(known, len(self.pos) - 1)] == new))] \
-            if len(self.pos) else new
-        init = self.at(new)
+        new = np.setdiff1d(np.concatenate([xs, xs + self.r]), self.pos)  # start and end bins
+        init = self.at(new)  # from the bin before each
         where = np.searchsorted(self.pos, new)
         self.pos = np.insert(self.pos, where, new)
         for name in self.state:
@@ -205,8 +196,7 @@ def _finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dic
         elif a.fn == "avg":
             out[a.alias] = pa.array(partials[f"sum:{a.arg}"] / np.maximum(n, 1), mask=n == 0)
         else:
-            key = f"{'sum' if a.fn == 'sum' else a.fn}:{a.arg}"
-            out[a.alias] = pa.array(partials[key], mask=n == 0)
+            out[a.alias] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
     return out
 
 
