@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, NumericType, StructField, StructType
 
 from wid.bucket import WID_HI, WID_LO, attribute_type, checked, numeric_value
 from wid.errors import WidError
@@ -56,6 +56,13 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine distance ``1 - a.b / (|a| |b|)`` (0 when either vector is zero)."""
     norm = math.hypot(*a) * math.hypot(*b)
     return 0.0 if norm == 0 else 1.0 - sum(x * y for x, y in zip(a, b)) / norm
+
+
+def _delta_checked(policy: Any) -> None:
+    """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
+    object.__setattr__(policy, "attrs", (policy.attrs,) if isinstance(policy.attrs, str) else tuple(policy.attrs))
+    if isinstance(policy.threshold, bool) or not isinstance(policy.threshold, (int, float)) or policy.threshold < 0:
+        raise WidError(f"delta threshold must be >= 0, got {policy.threshold!r}")
 
 
 # --- policies ---------------------------------------------------------------------------------
@@ -100,6 +107,9 @@ class DeltaTrigger:
     attrs: tuple[str, ...]
     fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
 
+    def __post_init__(self) -> None:
+        _delta_checked(self)
+
 
 @dataclass(frozen=True)
 class PunctuationTrigger:
@@ -140,6 +150,9 @@ class DeltaEviction:
     attrs: tuple[str, ...]
     fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
 
+    def __post_init__(self) -> None:
+        _delta_checked(self)
+
 
 @dataclass(frozen=True)
 class PunctuationEviction:
@@ -168,11 +181,6 @@ class Discretization(WindowSpec):
         object.__setattr__(self, "per_group", tuple(self.per_group))
         if not self.triggers:
             raise WidError("a discretization needs at least one trigger policy")
-        for policy in self.triggers + self.evictions:
-            if isinstance(policy, (DeltaTrigger, DeltaEviction)):
-                object.__setattr__(policy, "attrs", (policy.attrs,) if isinstance(policy.attrs, str) else tuple(policy.attrs))
-                if not isinstance(policy.threshold, (int, float)) or policy.threshold < 0:
-                    raise WidError(f"delta threshold must be >= 0, got {policy.threshold!r}")
 
     @property
     def partition(self) -> tuple[str, ...]:
@@ -208,7 +216,8 @@ def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
     for policy in spec.triggers + spec.evictions:
         for attr in getattr(policy, "attrs", ()):
             dtype = attribute_type(df, attr)
-            numeric_value(F.col(attr), dtype, attr)
+            if not isinstance(dtype, NumericType):
+                raise WidError(f"delta attribute {attr!r} must be numeric, not {dtype.simpleString()}")
             df = df.withColumn(attr, checked(F.col(attr), dtype, attr))
         marker = getattr(policy, "marker", None)
         if marker is not None and not isinstance(attribute_type(df, marker), BooleanType):
