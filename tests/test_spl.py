@@ -232,8 +232,11 @@ def random_rows(rng: random.Random, n: int, monotone: bool, punctuated: bool) ->
     return rows
 
 
-@pytest.mark.parametrize("clause", FAMILIES)
-@pytest.mark.parametrize("monotone", [True, False], ids=["ordered", "unordered"])
+# the order of v matters only to delta policies: the others run once, on an unordered v
+CASES = [(c, m) for c in FAMILIES for m in ([True, False] if "delta" in c else [False])]
+
+
+@pytest.mark.parametrize("clause, monotone", CASES, ids=[f"{'ordered' if m else 'unordered'}-{c}" for c, m in CASES])
 def test_engine_matches_the_simulator(spark, clause, monotone):
     rng = random.Random(f"{clause}/{monotone}")
     rows = stream(spark, random_rows(rng, 120, monotone, punctuated="punct" in clause))
