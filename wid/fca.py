@@ -304,7 +304,8 @@ def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
                      numeric: dict[str, np.dtype], chunk_rows: int = CHUNK_ROWS) -> DataFrame:
     """The bins formulation (``wid`` in x units): equal chunks of the x axis, at least ``r``
     wide, about ``chunk_rows`` tuples each but at most twice as many as shuffle partitions,
-    each scanned by an Arrow grouped function."""
+    each scanned by an Arrow grouped function. Cutting the chunks runs one Spark job now
+    (min, max and count of x)."""
     most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
     chunks = max(1, min(most, count // chunk_rows))
