@@ -158,7 +158,8 @@ def test_null_range_attribute_is_an_error(spark):
     rows = stream(seed=19, n=20)
     rows[7]["a"] = None
     register(spark, rows)
-    with pytest.raises(Exception, match=f"NULL or NaN window attribute 'a' in the tuple with row_num={rows[7]['row_num']}"):
+    message = f"NULL or NaN window attribute 'a' in the tuple with row_num={rows[7]['row_num']}"
+    with pytest.raises(Exception, match=message):
         wid.query(spark, "SELECT count(*) AS n FROM s [RANGE 3 RATTR a SLIDE 1 ROW SATTR row_num]").collect()
 
 

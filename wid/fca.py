@@ -37,7 +37,6 @@ from pyspark.sql.types import (
     DateType,
     DecimalType,
     DoubleType,
-    FloatType,
     IntegralType,
     LongType,
     NumericType,
@@ -117,7 +116,8 @@ class Bins:
         self.r, self.partials = r, partials
         ids = np.result_type(x_dtype, np.asarray(r).dtype)
         self.pos = np.array([np.iinfo(ids).min if ids.kind == "i" else -np.inf], dtype=ids)
-        self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype) for name, (kind, _, dtype) in partials.items()}
+        self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype)
+                      for name, (kind, _, dtype) in partials.items()}
 
     def at(self, windows: np.ndarray) -> dict[str, np.ndarray]:
         """The partials of extent(w) for each ``w`` in ``windows``: those of the bin at or before it."""
