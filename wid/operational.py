@@ -43,7 +43,7 @@ from wid.errors import WidError
 from wid.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
 from wid.windows import floor_div
 
-_T, _T0, _TEND, _POS = "_wid_t", "_wid_t0", "_wid_tend", "_wid_pos"
+_T, _T0, _TEND, _POS, _N = "_wid_t", "_wid_t0", "_wid_tend", "_wid_pos", "_wid_n"
 _ALL, _DELTA = "_wid_all", "_wid_d_"
 
 
@@ -150,13 +150,11 @@ def _compiled(df: DataFrame, spec: SplWindow) -> DataFrame:
     if isinstance(spec, Tumbling) and isinstance(spec.eviction, Punct):
         marker = F.coalesce(F.col(spec.eviction.marker), F.lit(False)).cast("long")
         seen = F.sum(marker).over(Window.orderBy("row_num").rowsBetween(Window.unboundedPreceding, 0))
-        total = F.sum(marker).over(Window.partitionBy())
-        tagged = _tuples(df.withColumn(WID_LO, seen).withColumn("_wid_n", total), spec)
-        last = F.col("_wid_n")
-        tagged = tagged.withColumn(WID_HI, F.col(WID_LO))
-        if not spec.incomplete:
-            tagged = tagged.withColumn(WID_HI, F.when(F.col(WID_LO) < last, F.col(WID_HI)).otherwise(F.col(WID_LO) - 1))
-        return tagged.drop("_wid_n")
+        total = F.sum(marker).over(Window.partitionBy())  # the window after the last one is incomplete
+        wid = F.col(WID_LO)
+        tagged = _tuples(df.withColumn(WID_LO, seen).withColumn(_N, total), spec)
+        hi = wid if spec.incomplete else F.when(wid < F.col(_N), wid).otherwise(wid - 1)
+        return tagged.withColumn(WID_HI, hi).drop(_N)
     df = df.withColumn(_POS, (F.row_number().over(Window.partitionBy(*part).orderBy("row_num")) - 1).cast("long"))
     since_t0 = F.col(_T) - F.col(_T0)
     if isinstance(spec, Tumbling):
