@@ -18,7 +18,7 @@ from pyspark.sql.types import StructField, StructType
 
 import wid
 from tests.oracle import SlideByTuple, evaluate
-from wid import fca
+from wid import bench, fca
 from wid.query import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
@@ -190,3 +190,10 @@ def test_bins_take_tuples_once_in_any_order():
         for name, values in expected.items():
             assert got[name].tolist() == [int(x) for x in values], name
         assert len(bins.pos) == 1 + len(np.unique(np.concatenate([a, a + r])))  # init, start and end bins only
+
+
+@pytest.mark.slow
+def test_bench_case_checks_against_spark_range_frame(spark):
+    """``wid bench --fca``: wid's rows equal Spark's RANGE frame (else it raises), then timings."""
+    times = bench.fca(spark, rows=400, range_seconds=3, repeat=1)
+    assert set(times) == {"wid", "wid sql", "range frame"} and min(times.values()) > 0

@@ -20,7 +20,8 @@ from pyspark.sql import functions as F
 
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
-from wid.query import query
+from wid.fca import aggregate as fca_aggregate
+from wid.query import compile_query, query
 
 VIEW = "traffic"
 
@@ -144,6 +145,43 @@ def spl(spark: SparkSession, rows: int, repeat: int = 3) -> dict[str, float]:
         data.unpersist()
 
 
+def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> dict[str, float]:
+    """Best seconds of slide-by-tuple count and max speed over the ``range_seconds`` ending at
+    each reading: wid (start/end bins), wid's Spark SQL range join, and Spark's frame
+    ``ORDER BY ts RANGE BETWEEN r PRECEDING AND CURRENT ROW`` on integer micros with the open
+    lower bound ``w - r < u.ts`` (``r - 1`` micros), one row per distinct ts, after checking
+    that wid's rows equal the frame's. The cases alternate in each of ``repeat`` rounds, after
+    one warm-up round."""
+    data = traffic(spark, rows).cache()
+    data.count()
+    data.createOrReplaceTempView(VIEW)
+    compiled = compile_query(spark, f"SELECT count(*) AS n, max(speed) AS hi FROM {VIEW} "
+                                    f"[RANGE {range_seconds} SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
+    frame = Window.orderBy(F.unix_micros("ts")).rangeBetween(-(range_seconds * 10**6 - 1), 0)
+
+    def wid_fca(method: str) -> Callable[[], DataFrame]:
+        return lambda: compiled.finish(fca_aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates, method))
+
+    builds = {
+        "wid": wid_fca("bins"),
+        "wid sql": wid_fca("sql"),
+        "range frame": lambda: data.select(
+            F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
+        ).dropDuplicates(["wid"]),
+    }
+    try:
+        ours, theirs = builds["wid"](), builds["range frame"]()
+        if ours.exceptAll(theirs).count() or theirs.exceptAll(ours).count():
+            raise RuntimeError(f"wid and the range frame differ at range {range_seconds} s")
+        times = {name: [] for name in builds}
+        for _ in range(repeat + 1):
+            for name, build in builds.items():
+                times[name].append(_timed(build))
+        return {name: min(t[1:]) for name, t in times.items()}
+    finally:
+        data.unpersist()
+
+
 def _timed(build: Callable[[], DataFrame]) -> float:
     start = time.perf_counter()
     build().write.format("noop").mode("overwrite").save()
@@ -182,6 +220,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--slide", type=int, default=60, help="slide in seconds (default 60)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per case, best reported (default 3)")
     parser.add_argument("--spl", action="store_true", help=f"time only the SPL clause [{SPL_CLAUSE}] on --rows")
+    parser.add_argument("--fca", type=int, metavar="SECONDS",
+                        help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
     parser.set_defaults(command=run)
     return parser
 
@@ -193,6 +233,13 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if args.spl:
         for name, best in spl(session(), args.rows, args.repeat).items():
             print(f"[{SPL_CLAUSE}] {name}: {args.rows} rows in {best:.2f} s ({args.rows / best:,.0f} rows/s)")
+        return 0
+    if args.fca is not None:
+        if args.fca < 1:
+            raise WidError("--fca needs a range of at least 1 second")
+        best = fca(session(), args.rows, args.fca, args.repeat)
+        for name, seconds_ in best.items():
+            print(f"slide-by-tuple RANGE {args.fca} s: {name} {seconds_:.2f} s ({seconds_ / best['wid']:.2f}x wid)")
         return 0
     times = bench(session(), args.rows, args.ratios, args.segments, args.slide, args.repeat)
     print(report(times, args.slide))
