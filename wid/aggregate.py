@@ -98,6 +98,8 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
         return df.groupBy(*by).agg(*[merge(name).alias(name) for name, _, merge in partials])
 
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[p.alias(name) for name, p, _ in partials])
+    if keys:  # stages 2 and 3 group by (keys, ...): partitioned by keys, they need no further shuffle
+        panes = panes.repartition(*keys)
     names = [name for name, _, _ in partials]
     blocks = panes.select(*keys, *names, F.inline(F.expr(_BLOCKS)))
     ids = merged(blocks, [*keys, _LEVEL, _BLOCK]).select(*keys, *names, F.explode(F.expr(_BLOCK_IDS)).alias(WID))

@@ -93,7 +93,8 @@ def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
     if hi is None:
         end = tagged.agg(ids.wids(F.max(WID_X))[0].alias(WID_HI))
         return tagged.crossJoin(F.broadcast(end))
-    return tagged.withColumn(WID_HI, hi).where(F.col(WID_LO) <= F.col(WID_HI))
+    tagged = tagged.withColumn(WID_HI, hi)
+    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)) if spec.gaps else tagged
 
 
 def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:

@@ -65,6 +65,11 @@ class WindowSpec(ABC):
         """Attributes that split the stream before windowing (part of the window-id)."""
         return ()
 
+    @property
+    def gaps(self) -> bool:
+        """Some values of ``x`` lie in no window (``wid_lo > wid_hi``)."""
+        return False
+
     @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
@@ -85,6 +90,11 @@ class Sliding(WindowSpec):
     def __post_init__(self) -> None:
         _positive("RANGE", self.range)
         _positive("SLIDE", self.slide)
+
+    @property
+    def gaps(self) -> bool:
+        """Hopping windows (s > r) leave gaps between extents."""
+        return self.slide > self.range
 
     def wids(self, x: Column) -> tuple[Column, Column]:
         return floor_div(x, self.slide), floor_div(x + F.lit(self.range), self.slide) - 1
