@@ -34,6 +34,7 @@ from wid import punctuate
 from wid.errors import WidError
 from wid.metrics import summary
 from wid.plan import Plan
+from wid.query import query
 from wid.replay import replay
 
 SCHEMES = ("slack", "heartbeat", "ordered_by", "source", "none")
@@ -84,6 +85,7 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
         raise WidError(f"plan {plan.path}: [experiment] needs metric = <aggregate alias>")
     stream = plan.source(spark, rows).cache()
     stream.createOrReplaceTempView(plan.view)
+    exact = query(spark, plan.query).cache()  # shared by every point's accuracy (same plan, cached)
     out = []
     for curve in settings["curves"]:
         scheme = curve.get("punctuation", "")
@@ -95,6 +97,7 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
                         "value": value, **figures, "seconds": round(time.monotonic() - started, 1)})
             print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in out[-1].items()),
                   flush=True)
+    exact.unpersist()
     stream.unpersist()
     return out
 

@@ -4,7 +4,8 @@ Per extent ``(keys, w)`` of the exact result, with ``end = (w+1)s`` its end on t
 attribute and the arrival ``clock`` (``arrival_ts``, in the window attribute's units):
 
 - ``latency``      = clock at emission - end, the clock at emission being the latest
-  arrival at or before ``emit_row`` (end of stream: the last arrival);
+  arrival at or before ``emit_row`` (end of stream: the last arrival, or ``end`` when the
+  stream stops before the extent ends);
 - ``latency_rows`` = emit_row - (the last row_num that arrived before ``end``), in row_num
   units (end of stream: the last row_num + 1);
 - ``rel_error``    = |emitted - exact| / |exact| of the compared aggregate (1 when the extent
@@ -35,8 +36,8 @@ def _seconds(df: DataFrame, name: str) -> Column:
 
 
 def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, chunk: float, out: str) -> DataFrame:
-    """``points`` (with ``_wid_ord``) plus ``out``: the max of ``value`` over ``tuples`` whose
-    ``order`` is below ``_wid_ord`` (``strict`` points sort before equal tuples)."""
+    """``points`` (with ``_wid_ord`` and ``_wid_kind``) plus ``out``: the max of ``value`` over
+    the ``tuples`` up to ``_wid_ord`` in ``order`` (kind -1: before equal tuples; 1: after)."""
     events = points.withColumn(_VAL, F.lit(None).cast("double")).unionByName(
         tuples.select(order.cast("double").alias(_ORD), F.lit(0).alias(_KIND), value.cast("double").alias(_VAL)),
         allowMissingColumns=True)
@@ -71,7 +72,7 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
                      tuples, F.col("_wid_clock"), F.col("row_num"), slide * WID_CHUNK, "_wid_end_row")
     out = at_end.crossJoin(F.broadcast(last))
     emit_row = F.coalesce(F.col(EMIT_ROW), F.col("_wid_last_row") + 1)
-    emit_clock = F.when(F.col(EMIT_ROW).isNull(), F.col("_wid_last_clock")).otherwise(F.col("_wid_emit_clock"))
+    emit_clock = F.when(F.col(EMIT_ROW).isNull(), F.greatest("_wid_last_clock", end)).otherwise(F.col("_wid_emit_clock"))
     error = F.when(F.col("emitted").isNull(), F.lit(1.0)).when(F.col("exact") == 0, F.when(
         F.col("emitted") == 0, 0.0).otherwise(1.0)).otherwise(F.abs(F.col("emitted") - F.col("exact")) / F.abs("exact"))
     return out.select(
