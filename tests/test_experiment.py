@@ -44,8 +44,9 @@ def test_source_punctuations_are_exact(spark, kind):
     m = extent_metrics(rep, "n")
     assert m.where(F.col("incorrect")).count() == 0
     # emitted once the extent is complete, so never before the arrival of its last tuple
+    # (wids(t) = floor(ts/10) .. floor((ts+20)/10) - 1)
     last = spark.table("d").select("seg_id", F.explode(F.sequence(
-        F.floor(F.unix_seconds("ts") / 10) - 1, F.floor(F.unix_seconds("ts") / 10))).alias("wid"), "row_num")
+        F.floor(F.unix_seconds("ts") / 10), F.floor(F.unix_seconds("ts") / 10) + 1)).alias("wid"), "row_num")
     last = last.groupBy("seg_id", "wid").agg(F.max("row_num").alias("last"))
     assert m.join(last, ["seg_id", "wid"]).where(F.col("emit_row") < F.col("last")).count() == 0
 
