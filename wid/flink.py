@@ -58,14 +58,22 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return 0.0 if norm == 0 else 1.0 - sum(x * y for x, y in zip(a, b)) / norm
 
 
-def _delta_checked(policy: Any) -> None:
-    """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
-    object.__setattr__(policy, "attrs", (policy.attrs,) if isinstance(policy.attrs, str) else tuple(policy.attrs))
-    if isinstance(policy.threshold, bool) or not isinstance(policy.threshold, (int, float)) or policy.threshold < 0:
-        raise WidError(f"delta threshold must be >= 0, got {policy.threshold!r}")
-
-
 # --- policies ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """A delta policy: ``fn`` over the ``attrs`` values of two items, against ``threshold``."""
+
+    threshold: float
+    attrs: tuple[str, ...]
+    fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
+
+    def __post_init__(self) -> None:
+        """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
+        object.__setattr__(self, "attrs", (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs))
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or self.threshold < 0:
+            raise WidError(f"delta threshold must be >= 0, got {self.threshold!r}")
 
 
 @dataclass(frozen=True)
@@ -99,16 +107,9 @@ class TimeTrigger:
 
 
 @dataclass(frozen=True)
-class DeltaTrigger:
+class DeltaTrigger(_Delta):
     """Fire when ``fn(reference, item) > threshold`` over the ``attrs`` values; the first
     item is the first reference, then each firing item (it is not in the window it fires)."""
-
-    threshold: float
-    attrs: tuple[str, ...]
-    fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
-
-    def __post_init__(self) -> None:
-        _delta_checked(self)
 
 
 @dataclass(frozen=True)
@@ -143,15 +144,8 @@ class TimeEviction:
 
 
 @dataclass(frozen=True)
-class DeltaEviction:
+class DeltaEviction(_Delta):
     """At a real item, delete head items while ``fn(head, item) > threshold``."""
-
-    threshold: float
-    attrs: tuple[str, ...]
-    fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
-
-    def __post_init__(self) -> None:
-        _delta_checked(self)
 
 
 @dataclass(frozen=True)
