@@ -1,0 +1,183 @@
+"""FCA Aggregate: the bins (:mod:`wid.fca.bins`) per key partition, on chunks of the x axis.
+
+The stream is cut along ``x`` into chunks (a tuple joins every chunk its id range meets),
+so a non-partitioned stream still runs on many Spark tasks; all keys of a chunk share its
+windows. Each chunk is scanned by an Arrow grouped function: per key, its tuples in arrival
+order go into the bins, which are read at the chunk's windows. :mod:`wid.fca.joined` is the
+plain Spark SQL formulation; it serves the aggregates the bins do not hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    IntegralType,
+    LongType,
+    NumericType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
+
+from wid.aggregate import WID, Aggregate
+from wid.bucket import WID_X
+from wid.errors import WidError
+from wid.fca.bins import Bins, add, columns, output, partials
+from wid.fca.bucket import CHUNK, HOME, WID_IN, WID_WINDOW, chunked, contributes, ids
+from wid.fca.joined import joined_aggregate
+from wid.windows import Number, SlideByTuple
+
+#: Tuples per chunk the bins formulation aims at.
+CHUNK_ROWS = 50_000
+
+
+def aggregate(tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+              method: str = "bins", chunk_rows: int = CHUNK_ROWS) -> DataFrame:
+    """One row per ``(keys, wid)`` whose extent holds a contributing tuple of the group:
+    ``keys``, ``wid`` (of the rattr's type) and one column per aggregate, typed as Spark's
+    aggregate. ``method``: ``"bins"`` (the default; falls back to ``"sql"`` for aggregates
+    the bins cannot hold) or ``"sql"`` (:func:`joined_aggregate`); ``chunk_rows`` sizes the
+    bins' chunks (:func:`binned_aggregate`)."""
+    if method not in ("bins", "sql"):
+        raise WidError(f"unknown FCA method {method!r}: bins or sql")
+    r = ids(tagged, spec)[2].range
+    numeric = numeric_types(tagged, aggregates)
+    if method == "sql" or numeric is None:
+        out = joined_aggregate(tagged, r, keys, aggregates)
+    else:
+        out = binned_aggregate(tagged, r, keys, aggregates, numeric, chunk_rows)
+    return typed(out, tagged, spec, keys, aggregates)
+
+
+def typed(out: DataFrame, tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+          *extra: str) -> DataFrame:
+    """``keys``, ``wid`` as a value of the rattr's type, the aggregates typed as Spark's, ``extra``."""
+    dtype = ids(tagged, spec)[1]
+    types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
+    return out.select(*keys, rattr_value(F.col(WID), dtype).alias(WID),
+                      *[F.col(f.name).cast(f.dataType) for f in types.fields], *extra)
+
+
+def rattr_value(wid: Column, dtype: DataType) -> Column:
+    """A window-id (x units) as a value of the rattr's type."""
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return F.timestamp_micros(wid).cast(dtype)
+    if isinstance(dtype, DateType):
+        return F.timestamp_micros(wid).cast("date")
+    return wid.cast(dtype)
+
+
+def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, np.dtype] | None:
+    """The numpy type the bins reduce each sum/avg/min/max column in; None when some
+    aggregate is not one the bins hold (``fn="sql"``, decimals, non-numbers)."""
+    types = {f.name: f.dataType for f in tagged.schema.fields}
+    out = {}
+    for a in aggregates:
+        if a.fn == "sql":
+            return None
+        if a.arg is None or a.fn == "count":
+            continue
+        dtype = types[a.arg]
+        if isinstance(dtype, IntegralType):
+            out[a.arg] = np.dtype(np.int64)
+        elif isinstance(dtype, NumericType) and not isinstance(dtype, DecimalType):
+            out[a.arg] = np.dtype(np.float64)
+        else:
+            return None
+    return out
+
+
+def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
+                  chunk_rows: int = CHUNK_ROWS) -> DataFrame:
+    """The scan's input: each tuple (keys, values, ``row_num``, ``wid_x``, ``wid_window``,
+    ``wid_in``) once per chunk its range meets, where it contributes or defines a window.
+    Chunks: equal pieces of the x axis, at least ``r`` wide, about ``chunk_rows`` tuples each
+    but at most twice as many as shuffle partitions; cutting them runs one Spark job now
+    (min, max and count of x)."""
+    most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
+    pieces = max(1, min(most, count // chunk_rows))
+    span = high - low if low is not None else 0
+    width = max(r, -(-span // pieces) if isinstance(span, int) and isinstance(r, int) else span / pieces)
+    values = sorted({a.arg for a in aggregates if a.arg is not None})
+    order = ["row_num"] if "row_num" in tagged.columns and "row_num" not in keys + values else []
+    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_WINDOW, contributes(tagged).alias(WID_IN)),
+                   width, r)
+    return rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
+
+
+def bins_schema(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
+                numeric: dict[str, np.dtype], *extra: StructField) -> StructType:
+    """The scan's output: ``keys``, ``wid`` (x units), the aggregates as the bins hold them, ``extra``."""
+    fields = {f.name: f for f in tagged.schema.fields}
+    integral = isinstance(fields[WID_X].dataType, IntegralType) and isinstance(r, int)
+    return StructType([
+        *[fields[k] for k in keys],
+        StructField(WID, LongType() if integral else DoubleType()),
+        *[StructField(a.alias, _bins_type(a, numeric)) for a in aggregates],
+        *extra,
+    ])
+
+
+def _bins_type(a: Aggregate, numeric: dict[str, np.dtype]) -> DataType:
+    if a.fn == "count" or (a.fn in ("sum", "min", "max") and numeric[a.arg].kind == "i"):
+        return LongType()
+    return DoubleType()
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+def by_key(table: pa.Table, keys: list[str]) -> list[np.ndarray]:
+    """The row indices of each key partition of ``table``."""
+    if not keys:
+        return [np.arange(table.num_rows)]
+    return list(table.select(keys).to_pandas().groupby(keys, sort=False, dropna=False).indices.values())
+
+
+def windows_of(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk's windows (sorted) and the row indices of their defining tuples."""
+    defines = (table.column(HOME).to_numpy(zero_copy_only=False)
+               & table.column(WID_WINDOW).to_numpy(zero_copy_only=False))
+    return np.unique(table.column(WID_X).to_numpy()[defines]), np.flatnonzero(defines)
+
+
+def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
+                     numeric: dict[str, np.dtype], chunk_rows: int = CHUNK_ROWS) -> DataFrame:
+    """The bins formulation (``wid`` in x units) on the chunks of :func:`chunk_rows_of`."""
+    schema = bins_schema(tagged, r, keys, aggregates, numeric)
+    scan = _scanner(r, keys, aggregates, numeric, arrow_schema(schema))
+    return chunk_rows_of(tagged, r, keys, aggregates, chunk_rows).groupBy(CHUNK).applyInArrow(scan, schema)
+
+
+def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
+             schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
+    """The grouped function: one chunk in, one row per (window of the chunk, key) out."""
+    kinds = partials(aggregates, numeric)
+
+    def scan(table: pa.Table) -> pa.Table:
+        windows = windows_of(table)[0]
+        contributing = table.filter(table.column(WID_IN))
+        if "row_num" in table.column_names:
+            contributing = contributing.sort_by("row_num")
+        pieces = []
+        for rows in by_key(contributing, keys):
+            part = contributing.take(pa.array(rows))
+            bins = Bins(r, kinds, part.column(WID_X).type.to_pandas_dtype())
+            add(bins, part.column(WID_X).to_numpy(), columns(part, kinds, numeric))
+            pieces.append(output(part, keys, windows, bins.at(windows), aggregates, schema))
+        return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+    return scan

@@ -1,0 +1,173 @@
+"""The paper's start and end bins (section 6) for one key partition.
+
+The state is a sorted set of bins after the init bin (id -inf, the identity); the partial
+of bin ``b`` is the aggregate, over the tuples added so far, of extent(w) for every ``w``
+from ``b`` up to the next bin. processtuple (:meth:`Bins.add`) adds a tuple's start bin ``x``
+and end bin ``x + r``, each initialised from the bin before it, then updates every bin in
+``[x, x + r)``; tuples come in batches, in any order, and none is kept. A window's result
+is the partial of the bin at or before it (:meth:`Bins.at`); processpunctuation emits those
+and purges the bins below the bound (:meth:`Bins.purge`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+
+from wid.aggregate import WID, Aggregate
+from wid.windows import Number
+
+#: Tuples per batch of :meth:`Bins.add`.
+BATCH = 1 << 16
+
+_COMBINE = {"n": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
+
+
+def _identity(kind: str, dtype: np.dtype):
+    if kind in ("n", "sum"):
+        return dtype.type(0)
+    big = np.iinfo(dtype).max if dtype.kind == "i" else np.inf
+    return dtype.type(big if kind == "min" else -big)
+
+
+class Bins:
+    """Start and end bins of one key partition, after the init bin (id -inf, the identity).
+    ``partials`` maps a name to ``(kind, column, dtype)``: kind ``n`` counts the present
+    values of ``column`` (``None``: every tuple), ``sum``/``min``/``max`` reduce them."""
+
+    def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], x_dtype: np.dtype):
+        self.r, self.partials = r, partials
+        ids = np.result_type(x_dtype, np.asarray(r).dtype)
+        self.pos = np.array([np.iinfo(ids).min if ids.kind == "i" else -np.inf], dtype=ids)
+        self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype)
+                      for name, (kind, _, dtype) in partials.items()}
+
+    def at(self, windows: np.ndarray) -> dict[str, np.ndarray]:
+        """The partials of extent(w) for each ``w`` in ``windows``: those of the bin at or before it."""
+        before = np.searchsorted(self.pos, windows, side="right") - 1
+        return {name: state[before] for name, state in self.state.items()}
+
+    def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """processtuple for a batch: ``x`` and, per value column, ``(values, present)``."""
+        order = np.argsort(x, kind="stable")
+        xs = x[order]
+        new = np.setdiff1d(np.concatenate([xs, xs + self.r]), self.pos)  # start and end bins
+        init = self.at(new)  # from the bin before each
+        where = np.searchsorted(self.pos, new)
+        self.pos = np.insert(self.pos, where, new)
+        for name in self.state:
+            self.state[name] = np.insert(self.state[name], where, init[name])
+        first, stop = np.searchsorted(self.pos, [xs[0], xs[-1] + self.r])
+        bins = self.pos[first:stop]
+        lo = np.searchsorted(xs, bins - self.r, side="right")
+        hi = np.searchsorted(xs, bins, side="right")
+        for name, (kind, column, _) in self.partials.items():
+            if column is None:
+                part = (hi - lo).astype(np.int64)
+            else:
+                values, present = (a[order] for a in columns[column])
+                part = _range_reduce(kind, values, present, lo, hi)
+            self.state[name][first:stop] = _COMBINE[kind](self.state[name][first:stop], part)
+
+
+    def purge(self, bound: Number) -> None:
+        """processpunctuation's purge once every window ``w < bound`` is emitted: the bins
+        below ``bound`` (but init) go, the one covering ``bound`` moving to it, so that bins
+        made later are initialised right. Bins a late tuple makes below ``bound`` are
+        never read."""
+        if self.pos.dtype.kind == "i":
+            bound = math.ceil(bound)
+        cut = int(np.searchsorted(self.pos, bound, side="right"))
+        if cut <= 1:
+            return
+        self.pos = np.concatenate([self.pos[:1], np.array([bound], dtype=self.pos.dtype), self.pos[cut:]])
+        self.state = {name: np.concatenate([state[:1], state[cut - 1: cut], state[cut:]])
+                      for name, state in self.state.items()}
+
+
+def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``kind`` over the present ``values[lo:hi]`` for each range: prefix sums for n/sum,
+    a sparse table (power-of-two blocks) for min/max."""
+    if kind in ("n", "sum"):
+        v = present.astype(np.int64) if kind == "n" else np.where(present, values, 0)
+        prefix = np.concatenate([np.zeros(1, dtype=v.dtype), np.cumsum(v)])
+        return prefix[hi] - prefix[lo]
+    identity = _identity(kind, values.dtype)
+    op = _COMBINE[kind]
+    table = [np.where(present, values, identity)]
+    while (1 << len(table)) <= len(values):
+        prev, half = table[-1], 1 << (len(table) - 1)
+        table.append(op(prev[:-half], prev[half:]))
+    length = hi - lo
+    out = np.full(len(lo), identity, dtype=values.dtype)
+    some = length > 0
+    level = np.zeros(len(lo), dtype=np.int64)
+    level[some] = np.floor(np.log2(length[some])).astype(np.int64)
+    for k in np.unique(level[some]):
+        rows = some & (level == k)
+        out[rows] = op(table[k][lo[rows]], table[k][hi[rows] - (1 << k)])
+    return out
+
+
+def partials(aggregates: list[Aggregate], numeric: dict[str, np.dtype]) -> dict[str, tuple[str, str | None, np.dtype]]:
+    out = {"n": ("n", None, np.dtype(np.int64))}
+    for a in aggregates:
+        if a.arg is None:
+            continue
+        out[f"n:{a.arg}"] = ("n", a.arg, np.dtype(np.int64))
+        if a.fn in ("sum", "avg"):
+            out[f"sum:{a.arg}"] = ("sum", a.arg, numeric[a.arg] if a.fn == "sum" else np.dtype(np.float64))
+        elif a.fn in ("min", "max"):
+            out[f"{a.fn}:{a.arg}"] = (a.fn, a.arg, numeric[a.arg])
+    return out
+
+
+def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    out = {}
+    for a in aggregates:
+        if a.arg is None:
+            out[a.alias] = pa.array(partials["n"])
+            continue
+        n = partials[f"n:{a.arg}"]
+        if a.fn == "count":
+            out[a.alias] = pa.array(n)
+        elif a.fn == "avg":
+            out[a.alias] = pa.array(partials[f"sum:{a.arg}"] / np.maximum(n, 1), mask=n == 0)
+        else:
+            out[a.alias] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
+    return out
+
+
+def columns(part: pa.Table, partials: dict[str, tuple[str, str | None, np.dtype]],
+            numeric: dict[str, np.dtype]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``(values, present)`` of each value column the partials read, in the bins' numpy types."""
+    out = {}
+    for name in {c for _, c, _ in partials.values() if c is not None}:
+        column = part.column(name)
+        present = column.is_valid().to_numpy(zero_copy_only=False)
+        values = column.fill_null(0).cast(pa.from_numpy_dtype(numeric[name])).to_numpy(zero_copy_only=False) \
+            if name in numeric else present
+        out[name] = (values, present)
+    return out
+
+
+def add(bins: Bins, x: np.ndarray, values: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    """processtuple for every tuple of ``x`` (and ``values``), :data:`BATCH` at a time."""
+    for start in range(0, len(x), BATCH):
+        batch = slice(start, start + BATCH)
+        bins.add(x[batch], {name: (v[batch], p[batch]) for name, (v, p) in values.items()})
+
+
+def output(part: pa.Table, keys: list[str], windows: np.ndarray, result: dict[str, np.ndarray],
+           aggregates: list[Aggregate], schema: pa.Schema, **extra: np.ndarray) -> pa.Table:
+    """The rows of one key partition (the key of ``part``): ``wid`` and the aggregates for each
+    of ``windows`` whose extent holds a tuple (``result`` from :meth:`Bins.at`), plus ``extra``."""
+    keep = result["n"] > 0
+    count = int(keep.sum())
+    data = {k: part.column(k).take(pa.array(np.zeros(count, dtype=np.int64))) for k in keys}
+    data[WID] = pa.array(windows[keep])
+    data.update(finals(aggregates, {name: v[keep] for name, v in result.items()}))
+    data.update({name: pa.array(v[keep]) for name, v in extra.items()})
+    return pa.table(data).select(schema.names).cast(schema)
