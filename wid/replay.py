@@ -94,6 +94,10 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     ``punctuation`` (a :mod:`wid.punctuate` generator; None: only the end of the stream; ROWS
     windows: implied by arrival order)."""
     compiled = compile_query(spark, query_text)
+    from wid.fca import replay as fca  # FCA windows: the bins, emitted and purged on punctuation
+    if isinstance(compiled.spec, fca.SlideByTuple):
+        results, late = fca.replay(compiled, punctuation)
+        return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)
     spec, tagged = compiled.spec, compiled.tagged
     if not isinstance(spec, (Sliding, Landmark)):
         raise WidError(f"replay supports sliding, tumbling and landmark windows, not {type(spec).__name__}")
