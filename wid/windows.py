@@ -205,6 +205,11 @@ class SlideByTuple(WindowSpec):
     def wattr(self) -> str:  # type: ignore[override]
         return self.rattr
 
+    def closed(self, bound: Column) -> Column:
+        """The bound itself: the ids are attribute values, with no largest one below ``bound``,
+        so for FCA windows ``wid_closed`` is strict: a punctuation closes every ``w < wid_closed``."""
+        return bound
+
     def scaled(self, factor: int) -> SlideByTuple:
         return replace(self, range=_scaled(self.range, factor))
 

@@ -9,7 +9,9 @@ plain Spark SQL formulation; it serves the aggregates the bins do not hold.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -98,13 +100,24 @@ def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, n
     return out
 
 
+@dataclass(frozen=True)
+class Chunks:
+    """The scan's input ``rows``: each tuple (keys, values, ``row_num``, ``wid_x``,
+    ``wid_window``, ``wid_in``) once per chunk its range meets, where it contributes or
+    defines a window; chunk ``c`` holds the windows ``c*width <= w < (c+1)*width``, for
+    ``first <= c <= last``."""
+
+    rows: DataFrame
+    width: Number
+    first: int
+    last: int
+
+
 def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
-                  chunk_rows: int = CHUNK_ROWS) -> DataFrame:
-    """The scan's input: each tuple (keys, values, ``row_num``, ``wid_x``, ``wid_window``,
-    ``wid_in``) once per chunk its range meets, where it contributes or defines a window.
-    Chunks: equal pieces of the x axis, at least ``r`` wide, about ``chunk_rows`` tuples each
-    but at most twice as many as shuffle partitions; cutting them runs one Spark job now
-    (min, max and count of x)."""
+                  chunk_rows: int = CHUNK_ROWS) -> Chunks:
+    """The :class:`Chunks`: equal pieces of the x axis, at least ``r`` wide, about
+    ``chunk_rows`` tuples each but at most twice as many as shuffle partitions; cutting them
+    runs one Spark job now (min, max and count of x)."""
     most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
     pieces = max(1, min(most, count // chunk_rows))
@@ -114,7 +127,10 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     order = ["row_num"] if "row_num" in tagged.columns and "row_num" not in keys + values else []
     rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_WINDOW, contributes(tagged).alias(WID_IN)),
                    width, r)
-    return rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
+    rows = rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
+    if low is None:
+        return Chunks(rows, width, 0, -1)
+    return Chunks(rows, width, math.floor(low / width), math.ceil((high + r) / width) - 1)
 
 
 def bins_schema(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
@@ -159,7 +175,7 @@ def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     """The bins formulation (``wid`` in x units) on the chunks of :func:`chunk_rows_of`."""
     schema = bins_schema(tagged, r, keys, aggregates, numeric)
     scan = _scanner(r, keys, aggregates, numeric, arrow_schema(schema))
-    return chunk_rows_of(tagged, r, keys, aggregates, chunk_rows).groupBy(CHUNK).applyInArrow(scan, schema)
+    return chunk_rows_of(tagged, r, keys, aggregates, chunk_rows).rows.groupBy(CHUNK).applyInArrow(scan, schema)
 
 
 def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],

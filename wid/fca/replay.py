@@ -1,0 +1,194 @@
+"""FCA replay: the bins emitted and purged on punctuation (the paper's processpunctuation).
+
+A punctuation with bound ``b`` (``wid_closed``, strict for FCA windows: no later tuple has
+``x < b``) completes every window ``w < b``. Per chunk and key partition the scan takes the
+tuples and the key's punctuations in arrival order (a punctuation at ``row_num = p`` after
+tuple ``p``); with ``B`` = the largest bound before a tuple arrives:
+
+- a tuple is **late** when ``x < B``; it is late for its windows ``w < B`` (generous: it is
+  added to the bins for the others, ``[B, x + r)``) or for all of them (consistent: it is
+  not added at all);
+- each window ``w`` is emitted at the first punctuation with ``b > w``: ``Bins.at(w)`` with
+  that punctuation's ``row_num`` as ``emit_row``, then the bins below ``b`` are purged;
+  windows no punctuation closes are emitted at the end of the stream (``emit_row`` NULL);
+- the window-ids are those of the whole stream (SPEC section 2: FCB and FCU positions count
+  every tuple, late ones too). A window whose defining tuple (the first to arrive, of any key)
+  comes after the punctuation that closed it for a key is **lost** for that key: the bins
+  below the bound are gone, so it is never emitted and every contribution to it is late.
+
+``late`` holds one row per dropped (tuple, window) contribution, so emitted + late = exact
+per window and key; with correct punctuations nothing is late and the results are
+``wid.query``'s. Punctuations go to the chunks they touch: to chunk ``c`` those whose
+bound falls in it and, per pattern, the first one past it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField
+
+from wid.aggregate import WID, Aggregate
+from wid.bucket import WID_CLOSED, WID_X
+from wid.errors import WidError
+from wid.fca.aggregate import Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
+    rattr_value, typed, windows_of
+from wid.fca.bins import Bins, add, columns, output, partials
+from wid.fca.bucket import CHUNK, WID_IN, ids
+from wid.punctuate import Generator, Punctuations
+from wid.windows import Number, SlideByTuple
+
+EMIT_ROW = "emit_row"
+#: The row_num of a late tuple (NULL on result rows); 0 = tuple, 1 = punctuation.
+_LATE, _KIND, _LAST = "_wid_late", "_wid_kind", "_wid_last"
+
+
+def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFrame]:
+    """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.query.CompiledQuery`)
+    under ``punctuation`` (None: only the end of the stream): the results are the aggregate's
+    columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``."""
+    tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
+    if "row_num" not in tagged.columns:
+        raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
+    if punctuation is not None and not isinstance(punctuation, Generator):
+        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
+                       f"got {punctuation!r}")
+    numeric = numeric_types(tagged, aggregates)
+    if numeric is None:
+        raise WidError("replay of slide-by-tuple windows holds count, sum, avg, min and max of numbers in its bins; "
+                       "query the other aggregates with wid.query")
+    r = ids(tagged, spec)[2].range
+    chunks = chunk_rows_of(tagged, r, keys, aggregates)
+    punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
+        tagged.select("row_num", F.lit(None).cast("double").alias(WID_CLOSED)).limit(0), (), ((),))
+    consistent = punctuation is not None and punctuation.mode == "consistent"
+    schema = bins_schema(tagged, r, keys, aggregates, numeric, StructField(EMIT_ROW, LongType()),
+                         StructField(_LATE, LongType()))
+    events = chunks.rows.withColumn(_KIND, F.lit(0)).unionByName(_marks(punctuations, chunks),
+                                                                 allowMissingColumns=True)
+    scan = _scanner(r, keys, aggregates, numeric, list(punctuations.pattern), consistent, arrow_schema(schema))
+    out = events.groupBy(CHUNK).applyInArrow(scan, schema)
+
+    results = typed(out.where(F.col(_LATE).isNull()), tagged, spec, keys, aggregates, EMIT_ROW)
+    source = tagged.sparkSession.table(compiled.query.source)
+    pairs = out.where(F.col(_LATE).isNotNull()).select(
+        F.col(_LATE).alias("row_num"), rattr_value(F.col(WID), ids(tagged, spec)[1]).alias(WID))
+    return results, source.join(pairs, "row_num").select(*source.columns, WID)
+
+
+def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
+    """The punctuations each chunk needs: those whose largest closed window lies in it and, per
+    pattern, the first one whose bound passes it (it closes all its windows)."""
+    frame = punctuations.frame.select("row_num", *punctuations.pattern, F.col(WID_CLOSED).cast("double"))
+    last = (F.ceil(F.col(WID_CLOSED) / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
+    own = frame.withColumn(CHUNK, last).where(F.col(CHUNK).between(chunks.first, chunks.last))
+    firsts = frame.withColumn(_LAST, last).groupBy(*punctuations.pattern, _LAST).agg(
+        F.min_by(WID_CLOSED, "row_num").alias(WID_CLOSED), F.min("row_num").alias("row_num"))
+    passing = firsts.where(F.col(_LAST) > chunks.first).withColumn(
+        CHUNK, F.explode(F.sequence(F.lit(chunks.first).cast("long"), F.least(F.col(_LAST) - 1, F.lit(chunks.last)))))
+    return own.unionByName(passing.drop(_LAST)).withColumn(_KIND, F.lit(1))
+
+
+def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
+             pattern: list[str], consistent: bool, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
+    """The grouped function: one chunk's tuples and punctuations in, per key its emitted
+    windows and its late (tuple, window) pairs out."""
+    kinds = partials(aggregates, numeric)
+
+    def scan(table: pa.Table) -> pa.Table:
+        kind = table.column(_KIND).to_numpy(zero_copy_only=False)
+        tuples, marks = table.filter(pa.array(kind == 0)), table.filter(pa.array(kind == 1))
+        windows, definers = windows_of(tuples)
+        defined = np.full(len(windows), np.iinfo(np.int64).max)  # the first defining tuple's row_num
+        np.minimum.at(defined, np.searchsorted(windows, tuples.column(WID_X).to_numpy()[definers]),
+                      tuples.column("row_num").to_numpy()[definers])
+        contributing = tuples.filter(tuples.column(WID_IN)).sort_by("row_num")
+        if contributing.num_rows == 0:
+            return schema.empty_table()
+        marks = marks.select([*pattern, "row_num", WID_CLOSED]).to_pandas()
+        pieces = []
+        for rows in by_key(contributing, keys):
+            part = contributing.take(pa.array(rows))
+            match = np.ones(len(marks), dtype=bool)
+            for c in pattern:
+                match &= (marks[c].isna() | (marks[c] == part.column(c)[0].as_py())).to_numpy()
+            scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
+                                marks[WID_CLOSED].to_numpy()[match], r, consistent)
+            pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema))
+            pieces.append(scan_key.late(keys, aggregates, schema))
+        return pa.concat_tables(pieces) if pieces else schema.empty_table()
+
+    return scan
+
+
+class _KeyScan:
+    """One key partition of a chunk: its tuples (in arrival order) and punctuations."""
+
+    def __init__(self, part: pa.Table, windows: np.ndarray, defined: np.ndarray, at: np.ndarray,
+                 bounds: np.ndarray, r: Number, consistent: bool):
+        self.part, self.windows, self.r, self.consistent = part, windows, r, consistent
+        self.x, self.row = part.column(WID_X).to_numpy(), part.column("row_num").to_numpy()
+        order = np.argsort(at, kind="stable")
+        self.at, self.reach = at[order], np.maximum.accumulate(bounds[order]) if len(at) else bounds
+        before = np.searchsorted(self.at, self.row, side="left")  # punctuations before each tuple
+        self.bound = np.where(before > 0, self.reach[np.maximum(before - 1, 0)] if len(at) else 0, -np.inf)
+        self.closing = np.searchsorted(self.reach, windows, side="right")  # first punctuation with b > w
+        closes = self.closing < len(at)
+        emit = np.where(closes, self.at[np.minimum(self.closing, len(at) - 1)] if len(at) else 0, -1)
+        self.closes, self.lost = closes, closes & (defined > emit)
+
+    def emitted(self, kinds, numeric: dict[str, np.dtype], keys: list[str], aggregates: list[Aggregate],
+                schema: pa.Schema) -> list[pa.Table]:
+        """processtuple in arrival order; at each punctuation that closes windows, their rows
+        (``emit_row`` = its row_num) and the purge; the rest at the end of the stream."""
+        bins, values = Bins(self.r, kinds, self.x.dtype), columns(self.part, kinds, numeric)
+        admitted = self.x >= self.bound if self.consistent else np.ones(len(self.x), dtype=bool)
+        done, out = 0, []
+
+        def admit(upto: int) -> None:
+            keep = np.flatnonzero(admitted[done:upto]) + done
+            add(bins, self.x[keep], {name: (v[keep], p[keep]) for name, (v, p) in values.items()})
+
+        def rows(mine: np.ndarray, emit_row) -> pa.Table:
+            n = int(mine.sum())
+            return output(self.part, keys, self.windows[mine], bins.at(self.windows[mine]), aggregates, schema,
+                          **{EMIT_ROW: np.full(n, emit_row, dtype=object), _LATE: np.full(n, None, dtype=object)})
+
+        for p in np.unique(self.closing[self.closes & ~self.lost]):
+            upto = int(np.searchsorted(self.row, self.at[p], side="right"))
+            admit(upto)
+            done = upto
+            out.append(rows(self.closes & ~self.lost & (self.closing == p), int(self.at[p])))
+            bins.purge(self.reach[p])
+        admit(len(self.x))
+        out.append(rows(~self.closes, None))
+        return out
+
+    def late(self, keys: list[str], aggregates: list[Aggregate], schema: pa.Schema) -> pa.Table:
+        """One row per dropped (tuple, window): the tuple arrived after the window's punctuation
+        (consistent: after any of its windows'), or the window is lost."""
+        lo = np.searchsorted(self.windows, self.x, side="left")
+        hi = np.searchsorted(self.windows, self.x + self.r, side="left")
+        late = self.x < self.bound
+        upto = np.where(late, hi, lo) if self.consistent else \
+            np.clip(np.searchsorted(self.windows, self.bound, side="left"), lo, hi)
+        lost = np.concatenate([[0], np.cumsum(self.lost)])
+        some = np.flatnonzero((upto > lo) | (lost[hi] > lost[lo]))
+        counts = (hi - lo)[some]
+        tuple_of = np.repeat(some, counts)
+        window = lo[tuple_of] + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        dropped = (window < upto[tuple_of]) | self.lost[window]
+        tuple_of, window = tuple_of[dropped], window[dropped]
+        n = len(window)
+        data = {k: self.part.column(k).take(pa.array(np.zeros(n, dtype=np.int64))) for k in keys}
+        data[WID] = pa.array(self.windows[window])
+        data.update({a.alias: pa.nulls(n) for a in aggregates})
+        data[EMIT_ROW] = pa.nulls(n)
+        data[_LATE] = pa.array(self.row[tuple_of])
+        return pa.table(data).select(schema.names).cast(schema)
+
+__all__ = ["EMIT_ROW", "SlideByTuple", "replay"]
