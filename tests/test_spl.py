@@ -6,11 +6,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
 from operational_sim import aggregate, simulate
 
 import wid
 from wid.errors import WidError
-from wid.operational import compiled
+from wid.operational import compiled, operational_bucket, path
 from wid.spl import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
@@ -162,16 +164,25 @@ def test_partition_count_evicts_the_least_recently_inserted(spark):
     assert got[("a", 0)] == [1] and got[("b", 0)] == [2] and got[("b", 1)] == [4] and got[("b", 2)] == [4, 5]
 
 
-def test_compiled_families(spark):
-    stream(spark, [{"row_num": i, "v": float(i)} for i in range(5)])
+def test_paths(spark):
+    stream(spark, [{"row_num": i, "v": float(i // 2)} for i in range(5)])  # v non-decreasing, with ties
     source = spark.table("s")
-    for clause in ["tumbling, count(4)", "tumbling, time(2)", "tumbling, punct()", "sliding, count(4), count(2)",
-                   "sliding, time(5), count(1)", "sliding, count(100), time(60)", "sliding, time(5), time(1)",
-                   "sliding, delta(v, 1.5)", "sliding, count(4) partitioned BY k"]:
-        assert compiled(source, parse_spl(clause)), clause
-    for clause in ["tumbling, delta(v, 2)", "sliding, count(4), delta(v, 1)", "sliding, delta(v, 2), time(1)",
-                   "sliding, count(4) partitioned BY k, tupleCount(10)"]:
-        assert not compiled(source, parse_spl(clause)), clause
+    paths = {
+        "columns": ["tumbling, count(4)", "tumbling, time(2)", "tumbling, punct()", "sliding, count(4), count(2)",
+                    "sliding, time(5), count(1)", "sliding, count(100), time(60)", "sliding, time(5), time(1)",
+                    "sliding, delta(v, 1.5)", "sliding, count(4) partitioned BY k"],
+        "chain": ["tumbling, delta(v, 2)", "sliding, count(4), delta(v, 1)", "sliding, delta(v, 3), delta(v, 0)",
+                  "sliding, time(3), delta(v, 1) partitioned BY k"],
+        "scan": ["sliding, delta(v, 2), time(1)", "sliding, count(4) partitioned BY k, tupleCount(10)",
+                 "tumbling, delta(v, 2) partitioned BY k, partitionCount(1)"],
+    }
+    for expected, clauses in paths.items():
+        for clause in clauses:
+            assert path(source, parse_spl(clause)) == expected, clause
+            assert compiled(source, parse_spl(clause)) == (expected != "scan"), clause
+    stream(spark, [{"row_num": i, "v": float(x)} for i, x in enumerate([0, 3, 2, 5])])  # v decreases once
+    for clause in paths["chain"] + ["sliding, delta(v, 1.5)"]:
+        assert path(spark.table("s"), parse_spl(clause)) == "scan", clause
 
 
 @pytest.mark.parametrize("clause, message", [
@@ -213,7 +224,8 @@ FAMILIES = [
     "sliding, count(4), delta(v, 2)",
     "sliding, time(3), count(2)", "sliding, time(2.5), time(1)", "sliding, time(2), delta(v, 3) partitioned BY k",
     "sliding, delta(v, 3), count(2)", "sliding, delta(v, 2.5), time(1) partitioned BY k",
-    "sliding, delta(v, 3), delta(v, 2)",
+    "sliding, delta(v, 3), delta(v, 2)", "sliding, count(5), delta(v, 2), aggregatePartialWindows(false)",
+    "tumbling, delta(v, 0) partitioned BY k, aggregateIncompleteWindows(false)",
     "sliding, count(3), count(1) partitioned BY k, partitionAge(2)",
     "sliding, count(3), count(2) partitioned BY k, partitionCount(2)",
     "tumbling, count(3) partitioned BY k, tupleCount(5)",
@@ -247,3 +259,23 @@ def test_engine_matches_the_simulator(spark, clause, monotone):
     got = {(*([r.k] if key else []), r.wid, r.n, r.total, r.lo, r.hi) for r in out.collect()}
     expected = {(*w, ids[0], ids[-1]) for *w, ids in aggregate(simulate(rows, spec))}
     assert got == expected
+
+
+CHAINS = [
+    "tumbling, delta(v, 3)", "tumbling, delta(ts, 2.5) partitioned BY k, aggregateIncompleteWindows(false)",
+    "sliding, count(4), delta(v, 2)", "sliding, count(5), delta(v, 1) partitioned BY k, aggregatePartialWindows(false)",
+    "sliding, delta(v, 4), delta(v, 2)", "sliding, delta(ts, 3), delta(v, 0) partitioned BY k",
+    "sliding, time(2), delta(ts, 3)",
+]
+
+
+@pytest.mark.parametrize("clause", CHAINS)
+def test_delta_chain_tags_equal_the_scan(spark, clause):
+    """On a non-decreasing attribute (a double, or a timestamp in microseconds) the delta chain
+    tags every tuple with the same range as the event-by-event scan."""
+    stream(spark, random_rows(random.Random(clause), 400, monotone=True, punctuated=False))
+    source = spark.table("s").withColumn("ts", F.timestamp_seconds(F.col("v") * 0.5))
+    spec = parse_spl(clause)
+    assert path(source, spec) == "chain"
+    assert_df_equality(operational_bucket(source, spec, "chain"), operational_bucket(source, spec, "scan"),
+                       ignore_row_order=True)

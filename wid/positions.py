@@ -1,0 +1,76 @@
+"""Trigger and eviction positions of FIFO windows, in numpy, one partition at a time.
+
+When every trigger fires on a real tuple (trigger ``k`` at 0-based position ``p_k`` emits the
+tuples before it) and tuple ``i`` is last in the window triggered at position ``L_i`` (its
+eviction comes after that trigger), then with ``F(j) = #{k : p_k <= j}`` (n tuples)::
+
+    wid_lo(i) = F(i)        wid_hi(i) = F(min(L_i, n - 1)) - 1     (+1 when L_i >= n and the
+                                                                    end of the stream emits)
+
+A delta trigger measures from the previous trigger, so its positions are a chain; on a
+non-decreasing attribute ``v`` the next link is a binary search,
+``next(i) = min{j : v_j > v_i + d}``, and the walk visits the trigger positions only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
+
+from wid.bucket import WID_HI, WID_LO
+
+_ALL = "_wid_all"
+Tags = tuple[np.ndarray, np.ndarray]
+
+
+def beyond(v: np.ndarray, d: float) -> np.ndarray:
+    """For each position i, the first j with ``v_j > v_i + d`` (``len(v)`` if none); ``v`` non-decreasing."""
+    return np.searchsorted(v, v + d, side="right")
+
+
+def delta_chain(v: np.ndarray, d: float) -> np.ndarray:
+    """Fire flags of a delta trigger on non-decreasing ``v``: the first tuple is the first
+    reference, each firing tuple the next one (``p_0 = next(0)``, ``p_{k+1} = next(p_k)``)."""
+    fires = np.zeros(len(v), dtype=bool)
+    if len(v):
+        following = beyond(v, d)
+        p = following[0]
+        while p < len(v):
+            fires[p] = True
+            p = following[p]
+    return fires
+
+
+def ranges(fires: np.ndarray, last: np.ndarray, end_emits: bool = False) -> Tags:
+    """``(wid_lo, wid_hi)`` of each tuple from the trigger flags and the positions ``L_i`` (module docstring)."""
+    f = np.cumsum(fires, dtype=np.int64)
+    hi = f[np.minimum(last, len(f) - 1)] - 1
+    if end_emits:
+        hi = np.where(last >= len(f), f[-1], hi)
+    return f, hi
+
+
+def non_decreasing(df: DataFrame, attr: str, partition: tuple[str, ...]) -> bool:
+    """Whether ``attr`` never decreases in ``row_num`` order within a partition (one Spark job)."""
+    previous = F.lag(attr).over(Window.partitionBy(*partition).orderBy("row_num"))
+    return df.select((F.col(attr) < previous).alias("_wid_down")).where("_wid_down").limit(1).count() == 0
+
+
+def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.DataFrame], Tags]) -> DataFrame:
+    """``df`` with ``wid_lo``/``wid_hi`` from ``tag`` on each partition's rows sorted by ``row_num``
+    (the whole stream when ``partition`` is empty): one Arrow grouped pass per partition."""
+    if not partition:
+        df = df.withColumn(_ALL, F.lit(0))
+    schema = StructType([*df.schema.fields, StructField(WID_LO, LongType()), StructField(WID_HI, LongType())])
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values("row_num", kind="stable").reset_index(drop=True)
+        lo, hi = tag(pdf)
+        return pdf.assign(**{WID_LO: lo, WID_HI: hi})
+
+    return df.groupBy(*(partition or (_ALL,))).applyInPandas(run, schema).drop(_ALL)

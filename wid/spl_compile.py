@@ -1,0 +1,136 @@
+"""The compiled paths of SPL windows: each tuple's range of triggers without replaying the stream.
+
+Notation: ``pos`` = 0-based arrival position in the partition, ``t`` = arrival time,
+``T0``/``T_end`` = first/last arrival, tick ``k`` at ``T0 + (k+1)q``.
+
+:func:`columns` (Column expressions and window functions) where trigger positions are a
+closed form and evictions follow arrival order:
+
+=========================  ====================================================================
+tumbling count(n)          wid = floor(pos/n)
+tumbling time(p)           wid = floor((t - T0)/p)
+tumbling punct()           wid = number of punctuations before the tuple
+sliding E, count(m)        lo = floor(pos/m), hi = floor((J+1)/m) - 1 with J the last position the
+                           tuple is still in: pos+n-1 (count(n)); max pos with t <= t_i + p
+                           (time(p)); max pos with a <= a_i + d (delta(a, d), a non-decreasing)
+sliding count(n), time(q)  lo = floor((t - T0)/q), hi = floor((t[pos+n] - T0)/q) - 1
+sliding time(p), time(q)   lo = floor((t - T0)/q), hi = floor((t + p - T0)/q) - 1
+=========================  ====================================================================
+
+:func:`chain` (numpy per partition, :mod:`wid.positions`) for the delta trigger and tumbling
+delta on a non-decreasing attribute: the triggers (flushes) are the delta chain ``p_k``; a
+tuple is last in the window triggered at ``L = pos + n`` (count(n) eviction), ``next_a(pos)``
+(delta(a, d) eviction, ``a`` non-decreasing) or ``next_t(pos) - 1`` (time(p) eviction, which
+precedes the trigger).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from wid.bucket import WID_HI, WID_LO
+from wid.clock import T, T0, TEND, scaled, time_scale
+from wid.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time, Tumbling
+from wid.windows import floor_div
+
+POS, _N = "_wid_pos", "_wid_n"
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _uses(spec: SplWindow, kind: type) -> bool:
+    return any(isinstance(p, kind) for p in spec.policies)
+
+
+def _last_within(order: str, offset: float, partition: tuple[str, ...]) -> Column:
+    """``max(pos)`` over the tuples of the partition with ``order`` in ``[own, own + offset]``."""
+    key = _quoted(order) if isinstance(offset, int) else f"CAST({_quoted(order)} AS DOUBLE)"
+    bound = str(offset) if isinstance(offset, int) else f"CAST({offset!r} AS DOUBLE)"
+    over = f"PARTITION BY {', '.join(map(_quoted, partition))} " if partition else ""
+    return F.expr(f"max({POS}) OVER ({over}ORDER BY {key} RANGE BETWEEN CURRENT ROW AND {bound} FOLLOWING)")
+
+
+def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions)."""
+    part = spec.partition_by
+    scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
+    if isinstance(spec, Tumbling) and isinstance(spec.eviction, Punct):
+        marker = F.coalesce(F.col(spec.eviction.marker), F.lit(False)).cast("long")
+        seen = F.sum(marker).over(Window.orderBy("row_num").rowsBetween(Window.unboundedPreceding, 0))
+        total = F.sum(marker).over(Window.partitionBy())  # the window after the last one is incomplete
+        wid = F.col(WID_LO)
+        tagged = df.withColumn(WID_LO, seen).withColumn(_N, total)
+        hi = wid if spec.incomplete else F.when(wid < F.col(_N), wid).otherwise(wid - 1)
+        return tagged.withColumn(WID_HI, hi).drop(_N)
+    df = df.withColumn(POS, (F.row_number().over(Window.partitionBy(*part).orderBy("row_num")) - 1).cast("long"))
+    since_t0 = F.col(T) - F.col(T0)
+    if isinstance(spec, Tumbling):
+        if isinstance(spec.eviction, Count):
+            n = spec.eviction.n
+            wid = floor_div(F.col(POS), n)
+            closed = (wid + 1) * n <= F.count(F.lit(1)).over(Window.partitionBy(*part))
+        else:
+            p = scaled(spec.eviction.period, scale)
+            wid = floor_div(since_t0, p)
+            closed = wid < floor_div(F.col(TEND) - F.col(T0), p)
+        hi = wid if spec.incomplete else F.when(closed, wid).otherwise(wid - 1)
+        return df.withColumn(WID_LO, wid).withColumn(WID_HI, hi)
+    eviction, trigger = spec.eviction, spec.trigger
+    if isinstance(trigger, Count):
+        m = trigger.n
+        if isinstance(eviction, Count):
+            size = F.count(F.lit(1)).over(Window.partitionBy(*part))
+            last = F.least(F.col(POS) + (eviction.n - 1), size - 1)
+        elif isinstance(eviction, Time):
+            last = _last_within(T, scaled(eviction.period, scale), part)
+        else:
+            last = _last_within(eviction.attr, eviction.delta, part)
+        lo = floor_div(F.col(POS), m)
+        if not spec.partial:
+            lo = F.greatest(lo, F.lit(-(-eviction.n // m) - 1))
+        return df.withColumn(WID_LO, lo).withColumn(WID_HI, floor_div(last + 1, m) - 1)
+    q = scaled(trigger.period, scale)
+    last_tick = floor_div(F.col(TEND) - F.col(T0), q) - 1
+    lo = floor_div(since_t0, q)
+    if isinstance(eviction, Count):
+        evicted_at = F.lead(T, eviction.n).over(Window.partitionBy(*part).orderBy(POS))
+        hi = F.coalesce(floor_div(evicted_at - F.col(T0), q) - 1, last_tick)
+        if not spec.partial:
+            full_at = F.min(F.when(F.col(POS) == eviction.n - 1, F.col(T))).over(Window.partitionBy(*part))
+            lo = F.greatest(lo, floor_div(full_at - F.col(T0), q))
+            hi = F.when(full_at.isNotNull(), hi).otherwise(lo - 1)
+    else:
+        p = scaled(eviction.period, scale)
+        hi = F.least(floor_div(since_t0 + F.lit(p), q) - 1, last_tick)
+    return df.withColumn(WID_LO, lo).withColumn(WID_HI, hi)
+
+
+def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """``df`` tagged from the delta chain of each partition (module docstring)."""
+    scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
+
+    def tag(pdf: pd.DataFrame) -> Tags:
+        policy = spec.eviction if isinstance(spec, Tumbling) else spec.trigger
+        fires = delta_chain(pdf[policy.attr].to_numpy(), policy.delta)
+        if isinstance(spec, Tumbling):
+            wid = np.cumsum(fires, dtype=np.int64)
+            return wid, wid if spec.incomplete else np.where(wid < wid[-1], wid, wid - 1)
+        eviction, pos = spec.eviction, np.arange(len(pdf))
+        if isinstance(eviction, Count):
+            last = pos + eviction.n
+        elif isinstance(eviction, Delta):
+            last = beyond(pdf[eviction.attr].to_numpy(), eviction.delta)
+        else:
+            last = beyond(pdf[T].to_numpy(), scaled(eviction.period, scale)) - 1
+        lo, hi = ranges(fires, last)
+        if not spec.partial:  # the first full window is the first trigger after position n - 1
+            lo = np.maximum(lo, lo[min(eviction.n, len(lo)) - 1])
+        return lo, hi
+
+    return per_partition(df, spec.partition_by, tag)
