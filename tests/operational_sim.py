@@ -149,18 +149,20 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
 def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]]:
     """``(group key, wid, content)`` of every non-empty emission of a ``wid.flink.Discretization``
     (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
-    emission at the end). Every group's buffer exists from the start and sees every tick."""
+    emission at the end). Every group's buffer exists from the start and sees every tick of the
+    active time TPs; a passive time TP keeps the thesis's ``startTime``: a real item at
+    ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``."""
     from wid.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
                            PunctuationTrigger, TimeEviction, TimeTrigger)
 
     rows = sorted(rows, key=lambda r: r["row_num"])
     keys = sorted({tuple(r[c] for c in d.per_group) for r in rows})
-    buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}} for k in keys}
+    buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}, "border": {}} for k in keys}
     windows: list[tuple[tuple, int, list[Row]]] = []
     t0 = rows[0][d.ts] if rows and d.timed else None
     ticks = sorted({
         (p.start if p.start is not None else t0) + p.delay + (k + 1) * p.granularity
-        for p in d.triggers if isinstance(p, TimeTrigger)
+        for p in d.triggers if isinstance(p, TimeTrigger) and p.active
         for k in range(int((rows[-1][d.ts] - ((p.start if p.start is not None else t0) + p.delay)) // p.granularity) + 1)
     })
     ticks = [tau for tau in ticks if tau <= rows[-1][d.ts]] if rows and d.timed else []
@@ -203,6 +205,10 @@ def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]
                     fire, b["ref"][i] = True, vector(row, p.attrs)
             elif isinstance(p, PunctuationTrigger) and row.get(p.marker):
                 fire = True
+            elif isinstance(p, TimeTrigger) and not p.active:
+                start = b["border"].setdefault(i, (p.start if p.start is not None else t0) + p.delay)
+                if row[d.ts] >= start + p.granularity:
+                    fire, b["border"][i] = True, row[d.ts] - (row[d.ts] - start) % p.granularity
         if fire:
             emit(key)
         survivors = [list(b["items"])]

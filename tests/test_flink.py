@@ -64,6 +64,21 @@ def test_active_time_policies_close_windows_without_data(spark):
     assert got == {0: [0, 1], 1: [1, 2, 3], 2: [2, 3], 3: [4], 4: [4, 5]}
 
 
+def test_passive_time_trigger_borders_follow_the_items(spark):
+    """The digest's failure case without active policies: items at 1, 2, 4, 5, 9, 11, time TP
+    slide 2 (borders 4, 6, 8, 10), time EP size 4. A passive TP fires only on the first real
+    item past a border, so the emissions end at 4, 9, 11 (not 6, 8, 10) and the EP, notified
+    at real items only, sets the lower borders at 5 - 4 and 9 - 4: the windows [0,4), [1,9),
+    [5,11) (the thesis's [2,9), [6,11) evicts ts <= now - 4; wid pins ts < now - 4)."""
+    stream(spark, [{"row_num": i, "arrival_ts": t} for i, t in enumerate([1, 2, 4, 5, 9, 11])])
+    d = Discretization([TimeTrigger(2, delay=2, start=0, active=False)], [TimeEviction(4)])
+    assert flink.path(spark.table("s"), d) == "chain"
+    # {1,2} at 4; {1,2,4,5} at 9 (the border 6 and 8 pass unseen); {5,9} at 11; the end emits {9,11}
+    assert windows(spark, d) == {0: [0, 1], 1: [0, 1, 2, 3], 2: [3, 4], 3: [4, 5]}
+    active = windows(spark, Discretization([TimeTrigger(2, delay=2, start=0)], [TimeEviction(4)]))
+    assert active[1] == [1, 2, 3] and active[3] == [4]  # [2,6) and [6,10) with fake items
+
+
 def test_several_triggers_fire_on_any_and_several_evictions_evict_the_max(spark):
     rows = stream(spark, [{"row_num": i, "arrival_ts": 0.4 * i} for i in range(20)])
     d = Discretization([CountTrigger(5), TimeTrigger(1.5)], [CountEviction(6), TimeEviction(1.0)])
@@ -146,41 +161,57 @@ def test_plan_section(spark):
     (lambda: CountEviction(3, delete=4), "at most max"),
     (lambda: TimeTrigger(-1), "positive"),
     (lambda: Discretization([DeltaTrigger(-1, "v")]), ">= 0"),
+    (lambda: TimeTrigger(1, active="no"), "true or false"),
 ])
 def test_bad_policies(make, message):
     with pytest.raises(WidError, match=message):
         make()
 
 
+# (discretization, path on a non-decreasing v); with delta policies it also runs on an unordered v (scan)
 FAMILIES = [
-    Discretization([CountTrigger(4)], [CountEviction(6)]),
-    Discretization([CountTrigger(3, start=-3)], [CountEviction(7, delete=2)], per_group=("k",)),
-    Discretization([CountTrigger(5)]),
-    Discretization([TimeTrigger(1.5)], [TimeEviction(3)]),
-    Discretization([TimeTrigger(2, delay=1)], [CountEviction(5)], per_group=("k",)),
-    Discretization([TimeTrigger(1)], [CountEviction(4), TimeEviction(2.5)]),
-    Discretization([TimeTrigger(1, start=-1.5)], [TimeEviction(2)], per_group=("k",)),
-    Discretization([CountTrigger(3)], [TimeEviction(2)]),
-    Discretization([TimeTrigger(1.5), CountTrigger(4)], [CountEviction(5)], per_group=("k",)),
-    Discretization([DeltaTrigger(3, "v")], [CountEviction(6), DeltaEviction(6, "v")]),
-    Discretization([PunctuationTrigger(), CountTrigger(6)], [PunctuationEviction(), TimeEviction(3)], per_group=("k",)),
+    (Discretization([CountTrigger(4)], [CountEviction(6)]), "columns"),
+    (Discretization([CountTrigger(3, start=-3)], [CountEviction(7, delete=2)], per_group=("k",)), "columns"),
+    (Discretization([CountTrigger(5)]), "columns"),
+    (Discretization([TimeTrigger(1.5)], [TimeEviction(3)]), "columns"),
+    (Discretization([TimeTrigger(2, delay=1)], [CountEviction(5)], per_group=("k",)), "columns"),
+    (Discretization([TimeTrigger(1)], [CountEviction(4), TimeEviction(2.5)]), "columns"),
+    (Discretization([TimeTrigger(1, start=-1.5)], [TimeEviction(2)], per_group=("k",)), "columns"),
+    (Discretization([CountTrigger(3)], [TimeEviction(2)]), "chain"),
+    (Discretization([CountTrigger(3, start=-1)], [TimeEviction(2), DeltaEviction(4, "v")]), "chain"),
+    (Discretization([TimeTrigger(1.5, active=False)], [TimeEviction(3)]), "chain"),
+    (Discretization([TimeTrigger(2, delay=1, active=False)], [CountEviction(5)], per_group=("k",)), "chain"),
+    (Discretization([TimeTrigger(1, start=-1.5, active=False)], [CountEviction(4), TimeEviction(2.5)]), "chain"),
+    (Discretization([DeltaTrigger(3, "v")], [DeltaEviction(5, "v")]), "chain"),
+    (Discretization([DeltaTrigger(3, "v")], [CountEviction(6), DeltaEviction(6, "v")]), "chain"),
+    (Discretization([DeltaTrigger(2, "v")], [TimeEviction(3), CountEviction(4)], per_group=("k",)), "chain"),
+    (Discretization([DeltaTrigger(0, "v")], [CountEviction(5, delete=2)]), "chain"),
+    (Discretization([TimeTrigger(1.5), CountTrigger(4)], [CountEviction(5)], per_group=("k",)), "scan"),
+    (Discretization([TimeTrigger(1, active=False), CountTrigger(4)], [CountEviction(4)]), "scan"),
+    (Discretization([CountTrigger(4)], [CountEviction(6, delete=2), TimeEviction(3)]), "scan"),
+    (Discretization([PunctuationTrigger(), CountTrigger(6)], [PunctuationEviction(), TimeEviction(3)],
+                    per_group=("k",)), "scan"),
 ]
+CASES = [(d, expected, ordered) for d, expected in FAMILIES
+         for ordered in ([True, False] if any(getattr(p, "attrs", ()) for p in d.triggers + d.evictions) else [True])]
 
 
-@pytest.mark.parametrize("d", FAMILIES, ids=[f"family{i}" for i in range(len(FAMILIES))])
-def test_engine_matches_the_simulator(spark, d):
-    rng = random.Random(repr(d))
+@pytest.mark.parametrize("d, expected, ordered", CASES,
+                         ids=[f"family{i}-{'ordered' if o else 'unordered'}" for i, (_, _, o) in enumerate(CASES)])
+def test_engine_matches_the_simulator(spark, d, expected, ordered):
+    rng = random.Random(f"{d!r}/{ordered}")
     t, v, rows = 0.0, 0.0, []
     for i in range(150):
         t += rng.choice([0, 0.5, 0.5, 1, 2.5])
-        v += rng.choice([0, 1, 2])
+        v = v + rng.choice([0, 1, 2]) if ordered else float(rng.randint(0, 20))
         rows.append({"row_num": 2 * i + rng.randint(0, 1), "v": v, "k": rng.choice("abc"), "arrival_ts": t,
                      "punct": rng.random() < 0.1})
     rows = stream(spark, rows)
+    assert flink.path(spark.table("s"), d) == (expected if ordered else "scan")
     keyed = bool(d.per_group)
     key = "k, " if keyed else ""
     out = flink.query(spark, f"SELECT wid, {key}count(*) AS n, sum(v) AS total, min(row_num) AS lo, "
                              f"max(row_num) AS hi FROM s [flink]" + (" GROUP BY k" if keyed else ""), d)
     got = {(*([r.k] if keyed else []), r.wid, r.n, r.total, r.lo, r.hi) for r in out.collect()}
-    expected = {(*w, ids[0], ids[-1]) for *w, ids in aggregate(simulate_flink(rows, d))}
-    assert got == expected
+    expected_windows = {(*w, ids[0], ids[-1]) for *w, ids in aggregate(simulate_flink(rows, d))}
+    assert got == expected_windows

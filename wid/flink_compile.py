@@ -1,0 +1,106 @@
+"""The compiled paths of Flink discretizations: each item's range of emissions without a replay.
+
+Notation per buffer: ``pos`` = 0-based position, ``N`` items, ``x`` = the item's time, ``s`` =
+a time TP's ``start + delay``. Item ``i`` is in emission ``k`` iff it was inserted before it
+and not yet evicted; the end of the stream emits the buffer once more.
+
+:func:`columns` (window functions): a count TP ``every n, start a`` with count EPs (firing k on
+the item at ``n - a + k n``; a count EP ``max m, delete d`` removes the item at the arrival of
+``floor(pos/d) d + m``), or an active time TP (emission k = tick ``s + (k+1) g``) with count EPs
+deleting one item (evicted at the arrival of ``pos + m``) and time EPs (``x + g_e``).
+
+:func:`chain` (numpy per buffer, :mod:`wid.positions`): one TP that fires on real items
+at positions computable in advance (count; passive time, ``c(x_j) > c(x_{j-1})``; delta on a
+non-decreasing attribute, the delta chain), and EPs that evict each item at a computable real
+item ``L`` (after that item's trigger): count ``floor(pos/d) d + m``, time ``next_x(pos)`` with
+width ``g_e``, delta ``next_a(pos)`` with the threshold; several EPs: the earliest ``L``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from wid.bucket import WID_HI, WID_LO
+from wid.clock import T, T0, TEND, scaled
+from wid.flink_policies import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+                                TimeEviction, TimeTrigger)
+from wid.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.windows import floor_div
+
+POS, N = "_wid_pos", "_wid_n"
+
+
+def _start(trigger: TimeTrigger, scale: int) -> Column:
+    """The time TP's origin ``s = start + delay`` (``start`` defaulting to ``T0``)."""
+    origin = F.col(T0) if trigger.start is None else F.lit(scaled(trigger.start, scale))
+    return origin + F.lit(scaled(trigger.delay, scale))
+
+
+def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
+    """``df`` tagged by the closed forms of the module docstring (window functions over each buffer)."""
+    group = Window.partitionBy(*spec.per_group)
+    df = df.withColumn(POS, (F.row_number().over(group.orderBy("row_num")) - 1).cast("long"))
+    df = df.withColumn(N, F.count(F.lit(1)).over(group))
+    trigger = spec.triggers[0]
+    evicted_at = None  # 0-based position of the real item whose eviction step removes the item
+    for e in spec.evictions:
+        if isinstance(e, CountEviction):
+            evicted_at = F.col(POS) + e.max if e.delete == 1 else floor_div(F.col(POS), e.delete) * e.delete + e.max
+    survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
+    if isinstance(trigger, CountTrigger):
+        n, start = trigger.every, trigger.start
+        last = floor_div(F.col(N) - 1 + start, n) - 1  # last firing on a real item
+        lo = F.greatest(floor_div(F.col(POS) + start, n), F.lit(0))
+        hi = last if evicted_at is None else F.least(floor_div(evicted_at + start, n) - 1, last)
+        return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))
+    g = scaled(trigger.granularity, scale)
+    since = F.col(T) - _start(trigger, scale)
+    last = floor_div(F.col(TEND) - _start(trigger, scale), g) - 1  # last tick <= T_end
+    lo = F.greatest(floor_div(since, g), F.lit(0))
+    his = [last]
+    for e in spec.evictions:
+        if isinstance(e, CountEviction):  # delete == 1: item i leaves at the arrival of item i + max
+            his.append(floor_div(F.lead(T, e.max).over(group.orderBy(POS)) - _start(trigger, scale), g) - 1)
+    for e in spec.evictions:
+        if isinstance(e, TimeEviction):
+            keep = scaled(e.granularity, scale)
+            his.append(floor_div(F.col(T) + F.lit(keep) - _start(trigger, scale), g) - 1)
+            survives = survives & (F.col(T) >= F.col(TEND) - F.lit(keep))
+    hi = F.least(*his) if len(his) > 1 else his[0]
+    return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))
+
+
+def _fires(pdf: pd.DataFrame, trigger: CountTrigger | TimeTrigger | DeltaTrigger, scale: int) -> np.ndarray:
+    """Which real items of the buffer fire ``trigger`` (a count, passive time or ordered delta TP)."""
+    pos = np.arange(len(pdf))
+    if isinstance(trigger, CountTrigger):
+        first = trigger.every - trigger.start
+        return (pos >= first) & ((pos - first) % trigger.every == 0)
+    if isinstance(trigger, DeltaTrigger):
+        return delta_chain(pdf[trigger.attrs[0]].to_numpy(), trigger.threshold)
+    origin = pdf[T0].iat[0] if trigger.start is None else scaled(trigger.start, scale)
+    s, g = origin + scaled(trigger.delay, scale), scaled(trigger.granularity, scale)
+    borders = np.maximum((pdf[T].to_numpy() - s) // g, 0)  # c(x): borders passed by x
+    return np.diff(borders, prepend=0) > 0
+
+
+def _last(pdf: pd.DataFrame, eviction: CountEviction | TimeEviction | DeltaEviction, scale: int) -> np.ndarray:
+    """The real item whose eviction step removes each item (``len(pdf)`` or more: never)."""
+    if isinstance(eviction, CountEviction):
+        return np.arange(len(pdf)) // eviction.delete * eviction.delete + eviction.max
+    if isinstance(eviction, TimeEviction):
+        return beyond(pdf[T].to_numpy(), scaled(eviction.granularity, scale))
+    return beyond(pdf[eviction.attrs[0]].to_numpy(), eviction.threshold)
+
+
+def chain(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
+    """``df`` tagged from the trigger and eviction positions of each buffer (module docstring)."""
+
+    def tag(pdf: pd.DataFrame) -> Tags:
+        last = [_last(pdf, e, scale) for e in spec.evictions] or [np.full(len(pdf), len(pdf))]
+        return ranges(_fires(pdf, spec.triggers[0], scale), np.minimum.reduce(last), end_emits=True)
+
+    return per_partition(df, spec.per_group, tag)

@@ -1,0 +1,213 @@
+"""Flink trigger and eviction policies (Traub 2015, seed 001) and the :class:`Discretization`.
+
+A :class:`Discretization` is a FIFO buffer with trigger policies (TP: when to emit the
+buffer) and eviction policies (EP: how many items leave the buffer's head). Several TPs:
+emit when ANY fires; several EPs: evict the MAX any returns. Per real item at time ``x``:
+
+1. every active time TP's tick ``tau <= x`` first, as a fake item: evict -> emit;
+2. the item: trigger (emit the buffer, without the item) -> evict -> insert.
+
+Each emission is one window; ``wid`` is its sequence number in its buffer from 0 (an
+empty emission consumes its number and yields no row). The end of the stream emits the
+buffer once more. Items carry a timestamp column ``ts`` (default ``arrival_ts``).
+Central policies keep one buffer for the stream (GROUP BY splits each emitted window);
+``per_group`` columns give each group its own clone of the policies (distributed). A
+central time TP with per-group EPs is the distributed form: all clones share the clock.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from wid.errors import WidError
+from wid.windows import WindowSpec
+
+Path = Literal["columns", "chain", "scan"]
+
+
+def _positive(name: str, value: Any, whole: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise WidError(f"{name} must be a positive number, got {value!r}")
+    if whole and not isinstance(value, int):
+        raise WidError(f"{name} must be a whole number, got {value!r}")
+
+
+def euclidean(a: Sequence[float], b: Sequence[float]) -> float:
+    """Euclidean distance of two attribute vectors."""
+    return math.dist(a, b)
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine distance ``1 - a.b / (|a| |b|)`` (0 when either vector is zero)."""
+    norm = math.hypot(*a) * math.hypot(*b)
+    return 0.0 if norm == 0 else 1.0 - sum(x * y for x, y in zip(a, b)) / norm
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """A delta policy: ``fn`` over the ``attrs`` values of two items, against ``threshold``."""
+
+    threshold: float
+    attrs: tuple[str, ...]
+    fn: Callable[[Sequence[float], Sequence[float]], float] = euclidean
+
+    def __post_init__(self) -> None:
+        """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
+        object.__setattr__(self, "attrs", (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs))
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or self.threshold < 0:
+            raise WidError(f"delta threshold must be >= 0, got {self.threshold!r}")
+
+    @property
+    def ordered(self) -> bool:
+        """Euclidean on one attribute: ``|b - a|``, i.e. ``b - a`` when the attribute never decreases."""
+        return self.fn is euclidean and len(self.attrs) == 1
+
+
+@dataclass(frozen=True)
+class CountTrigger:
+    """Fire on the real item that finds ``every`` items counted since the last firing; the
+    counter starts at ``start`` (negative: the first firing comes later). Firing k is on
+    the item at 0-based position ``every - start + k*every``."""
+
+    every: int
+    start: int = 0
+
+    def __post_init__(self) -> None:
+        _positive("CountTrigger every", self.every, whole=True)
+        if not isinstance(self.start, int) or self.start >= self.every:
+            raise WidError(f"CountTrigger start must be a whole number below every={self.every}, got {self.start!r}")
+
+
+@dataclass(frozen=True)
+class TimeTrigger:
+    """Window borders at ``s + (k+1) * granularity`` with ``s = start + delay`` (``start``
+    defaults to the first item's timestamp). Active: a fake item (tick) at each border emits
+    the buffer. Passive (``active=False``, the thesis's non-active policy): only a real item
+    fires, the first one at or past a border it has not fired for, i.e. the item at ``x``
+    after the item at ``x'`` fires iff ``c(x) > c(x')`` with ``c(x) = max(0, floor((x - s) / g))``,
+    so the emitted borders follow the items, not the clock."""
+
+    granularity: float
+    delay: float = 0
+    start: float | None = None
+    active: bool = True
+
+    def __post_init__(self) -> None:
+        _positive("TimeTrigger granularity", self.granularity)
+        if not isinstance(self.delay, (int, float)) or self.delay < 0:
+            raise WidError(f"TimeTrigger delay must be >= 0, got {self.delay!r}")
+        if not isinstance(self.active, bool):
+            raise WidError(f"TimeTrigger active must be true or false, got {self.active!r}")
+
+
+@dataclass(frozen=True)
+class DeltaTrigger(_Delta):
+    """Fire when ``fn(reference, item) > threshold`` over the ``attrs`` values; the first
+    item is the first reference, then each firing item (it is not in the window it fires)."""
+
+
+@dataclass(frozen=True)
+class PunctuationTrigger:
+    """Fire on an item whose boolean ``marker`` column is true (the item goes to the next window)."""
+
+    marker: str = "punct"
+
+
+@dataclass(frozen=True)
+class CountEviction:
+    """When a real item finds ``max`` items in the buffer, delete ``delete`` from the head."""
+
+    max: int
+    delete: int = 1
+
+    def __post_init__(self) -> None:
+        _positive("CountEviction max", self.max, whole=True)
+        _positive("CountEviction delete", self.delete, whole=True)
+        if self.delete > self.max:
+            raise WidError(f"CountEviction deletes at most max={self.max} items at a time, got {self.delete}")
+
+
+@dataclass(frozen=True)
+class TimeEviction:
+    """At every item (real or fake) at time ``now``, delete head items with ``ts < now - granularity``."""
+
+    granularity: float
+
+    def __post_init__(self) -> None:
+        _positive("TimeEviction granularity", self.granularity)
+
+
+@dataclass(frozen=True)
+class DeltaEviction(_Delta):
+    """At a real item, delete head items while ``fn(head, item) > threshold``."""
+
+
+@dataclass(frozen=True)
+class PunctuationEviction:
+    """At a real item whose ``marker`` is true, clear the buffer."""
+
+    marker: str = "punct"
+
+
+Trigger = CountTrigger | TimeTrigger | DeltaTrigger | PunctuationTrigger
+Eviction = CountEviction | TimeEviction | DeltaEviction | PunctuationEviction
+
+
+@dataclass(frozen=True)
+class Discretization(WindowSpec):
+    """Trigger and eviction policies of a window operator; ``per_group`` = distributed policies."""
+
+    triggers: tuple[Trigger, ...]
+    evictions: tuple[Eviction, ...] = ()
+    per_group: tuple[str, ...] = ()
+    ts: str = "arrival_ts"
+    wattr: str = field(default="row_num", init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "triggers", tuple(self.triggers))
+        object.__setattr__(self, "evictions", tuple(self.evictions))
+        object.__setattr__(self, "per_group", tuple(self.per_group))
+        if not self.triggers:
+            raise WidError("a discretization needs at least one trigger policy")
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        return self.per_group
+
+    def scaled(self, factor: int) -> Discretization:
+        return self
+
+    @property
+    def timed(self) -> bool:
+        return any(isinstance(p, (TimeTrigger, TimeEviction)) for p in self.triggers + self.evictions)
+
+    @property
+    def path(self) -> Path:
+        """How the policies tag items: ``columns`` for one count TP with a count EP, or one active
+        time TP with count (deleting one item at a time) and time EPs; ``chain`` for one count,
+        passive time or delta TP (one attribute, euclidean) with count, time and delta EPs
+        (one of each at most, a count EP deleting more than one item only alone), exact when
+        every delta attribute never decreases; else ``scan``."""
+        kinds = [type(e) for e in self.evictions]
+        if len(self.triggers) != 1 or len(set(kinds)) != len(kinds):
+            return "scan"
+        trigger = self.triggers[0]
+        if isinstance(trigger, CountTrigger) and set(kinds) <= {CountEviction}:
+            return "columns"
+        one_at_a_time = all(e.delete == 1 for e in self.evictions if isinstance(e, CountEviction))
+        if isinstance(trigger, TimeTrigger) and trigger.active:
+            return "columns" if set(kinds) <= {CountEviction, TimeEviction} and one_at_a_time else "scan"
+        chained = (one_at_a_time or len(kinds) == 1) and set(kinds) <= {CountEviction, TimeEviction, DeltaEviction}
+        ordered = all(p.ordered for p in self.triggers + self.evictions if isinstance(p, _Delta))
+        return "chain" if chained and ordered and not isinstance(trigger, PunctuationTrigger) else "scan"
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the policies admit a compiled path (:attr:`path` is not ``scan``)."""
+        return self.path != "scan"
