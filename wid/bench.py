@@ -18,10 +18,14 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from wid.aggregate import Aggregate, range_aggregate
+from wid.bucket import WID_HI, WID_LO
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
 from wid.fca import aggregate as fca_aggregate
+from wid.operational import operational_bucket
 from wid.query import compile_query, query
+from wid.spl import parse_spl
 
 VIEW = "traffic"
 
@@ -145,6 +149,34 @@ def spl(spark: SparkSession, rows: int, repeat: int = 3) -> dict[str, float]:
         data.unpersist()
 
 
+SPL_DELTA_CLAUSES = ("sliding, delta(ts, 60), delta(ts, 10)", "tumbling, delta(ts, 60)")
+
+
+def spl_delta(spark: SparkSession, rows: int, repeat: int = 3) -> dict[tuple[str, str], float]:
+    """Best seconds of each clause in :data:`SPL_DELTA_CLAUSES` (count, max and avg speed; ``ts``
+    never decreases) on the compiled delta chain and on the sequential scan (same tags checked first)."""
+    data = traffic(spark, rows).cache()
+    data.count()
+    data.createOrReplaceTempView(VIEW)
+    try:
+        times = {}
+        aggregates = [Aggregate("n", "count"), Aggregate("hi", "max", "speed"), Aggregate("mean", "avg", "speed")]
+        for clause in SPL_DELTA_CLAUSES:
+
+            def build(how: str) -> DataFrame:
+                return range_aggregate(operational_bucket(data, parse_spl(clause), how), [], aggregates)
+
+            tags = [sorted(operational_bucket(data, parse_spl(clause), how).select("row_num", WID_LO, WID_HI).collect())
+                    for how in ("chain", "scan")]
+            if tags[0] != tags[1]:
+                raise RuntimeError(f"the delta chain and the scan tag [{clause}] differently")
+            for how in ("chain", "scan"):
+                times[clause, how] = min(_timed(lambda: build(how)) for _ in range(repeat))
+        return times
+    finally:
+        data.unpersist()
+
+
 def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> dict[str, float]:
     """Best seconds of slide-by-tuple count and max speed over the ``range_seconds`` ending at
     each reading: wid (start/end bins), wid's Spark SQL range join, and Spark's frame
@@ -220,6 +252,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--slide", type=int, default=60, help="slide in seconds (default 60)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per case, best reported (default 3)")
     parser.add_argument("--spl", action="store_true", help=f"time only the SPL clause [{SPL_CLAUSE}] on --rows")
+    parser.add_argument("--spl-delta", action="store_true",
+                        help="time only the SPL delta clauses on --rows: compiled delta chain vs sequential scan")
     parser.add_argument("--fca", type=int, metavar="SECONDS",
                         help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
     parser.set_defaults(command=run)
@@ -233,6 +267,10 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if args.spl:
         for name, best in spl(session(), args.rows, args.repeat).items():
             print(f"[{SPL_CLAUSE}] {name}: {args.rows} rows in {best:.2f} s ({args.rows / best:,.0f} rows/s)")
+        return 0
+    if args.spl_delta:
+        for (clause, how), best in spl_delta(session(), args.rows, args.repeat).items():
+            print(f"[{clause}] {how}: {args.rows} rows in {best:.2f} s ({args.rows / best:,.0f} rows/s)")
         return 0
     if args.fca is not None:
         if args.fca < 1:
