@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
@@ -13,6 +14,7 @@ from operational_sim import aggregate, simulate
 import wid
 from wid.errors import WidError
 from wid.operational import compiled, operational_bucket, path
+from wid.positions import beyond
 from wid.spl import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
@@ -262,20 +264,37 @@ def test_engine_matches_the_simulator(spark, clause, monotone):
 
 
 CHAINS = [
-    "tumbling, delta(v, 3)", "tumbling, delta(ts, 2.5) partitioned BY k, aggregateIncompleteWindows(false)",
-    "sliding, count(4), delta(v, 2)", "sliding, count(5), delta(v, 1) partitioned BY k, aggregatePartialWindows(false)",
-    "sliding, delta(v, 4), delta(v, 2)", "sliding, delta(ts, 3), delta(v, 0) partitioned BY k",
+    "tumbling, delta(v, 0.3)", "tumbling, delta(ts, 2.5) partitioned BY k, aggregateIncompleteWindows(false)",
+    "sliding, count(4), delta(v, 0.2)", "sliding, count(5), delta(v, 0.1) partitioned BY k, aggregatePartialWindows(false)",
+    "sliding, delta(v, 0.7), delta(v, 0.3)", "sliding, delta(ts, 3), delta(v, 0) partitioned BY k",
     "sliding, time(2), delta(ts, 3)",
 ]
 
 
 @pytest.mark.parametrize("clause", CHAINS)
 def test_delta_chain_tags_equal_the_scan(spark, clause):
-    """On a non-decreasing attribute (a double, or a timestamp in microseconds) the delta chain
-    tags every tuple with the same range as the event-by-event scan."""
-    stream(spark, random_rows(random.Random(clause), 400, monotone=True, punctuated=False))
-    source = spark.table("s").withColumn("ts", F.timestamp_seconds(F.col("v") * 0.5))
+    """On a non-decreasing attribute (decimal doubles, or a timestamp in microseconds) the delta
+    chain tags every tuple with the same range as the event-by-event scan."""
+    rng = random.Random(clause)
+    rows, v = random_rows(rng, 300, monotone=False, punctuated=False), 0.0
+    for row in rows:
+        v = row["v"] = round(v + rng.choice([0, 0.1, 0.1, 0.2, 0.3]), 1)
+    stream(spark, rows)
+    source = spark.table("s").withColumn("ts", F.timestamp_seconds(F.col("v") * 5))
     spec = parse_spl(clause)
     assert path(source, spec) == "chain"
     assert_df_equality(operational_bucket(source, spec, "chain"), operational_bucket(source, spec, "scan"),
                        ignore_row_order=True)
+
+
+def test_next_position_uses_the_policy_comparison_on_doubles():
+    """``beyond`` (the delta chain's next link) agrees with ``v_j - v_i > d`` evaluated in doubles,
+    where the binary search for ``v_i + d`` alone rounds the other way on most decimal streams."""
+    rng = random.Random(7)
+    for _ in range(200):
+        v = np.sort([round(rng.uniform(0, 3), rng.choice([1, 2, 15])) for _ in range(rng.randint(1, 40))])
+        d = rng.choice([0, 0.1, 0.2, 0.3, 1.5])
+        brute = [next((j for j in range(len(v)) if v[j] - v[i] > d), len(v)) for i in range(len(v))]
+        assert beyond(v, d).tolist() == brute
+        brute = [next((j for j in range(len(v)) if v[i] < v[j] - d), len(v)) for i in range(len(v))]
+        assert beyond(v, d, lambda later, earlier: earlier < later - d).tolist() == brute

@@ -91,8 +91,9 @@ def _last(pdf: pd.DataFrame, eviction: CountEviction | TimeEviction | DeltaEvict
     """The real item whose eviction step removes each item (``len(pdf)`` or more: never)."""
     if isinstance(eviction, CountEviction):
         return np.arange(len(pdf)) // eviction.delete * eviction.delete + eviction.max
-    if isinstance(eviction, TimeEviction):
-        return beyond(pdf[T].to_numpy(), scaled(eviction.granularity, scale))
+    if isinstance(eviction, TimeEviction):  # the scan's comparison: ts < now - g
+        g = scaled(eviction.granularity, scale)
+        return beyond(pdf[T].to_numpy(), g, lambda now, ts: ts < now - g)
     return beyond(pdf[eviction.attrs[0]].to_numpy(), eviction.threshold)
 
 

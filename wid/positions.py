@@ -26,19 +26,33 @@ from wid.bucket import WID_HI, WID_LO
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]
+Exceeds = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (v_j, v_i) -> whether v_j is beyond v_i
 
 
-def beyond(v: np.ndarray, d: float) -> np.ndarray:
-    """For each position i, the first j with ``v_j > v_i + d`` (``len(v)`` if none); ``v`` non-decreasing."""
-    return np.searchsorted(v, v + d, side="right")
+def beyond(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarray:
+    """For each position i, the first j with ``exceeds(v_j, v_i)`` (default ``v_j - v_i > d``;
+    ``len(v)`` if none), ``v`` non-decreasing and ``exceeds`` monotone in ``v_j``: a binary
+    search for ``v_i + d``, then moved by whole runs of equal values until the policy's own
+    comparison agrees (they differ only by rounding)."""
+    exceeds = exceeds or (lambda later, earlier: later - earlier > d)
+    n = len(v)
+    j = np.searchsorted(v, v + d, side="right")
+    while True:
+        back = (j > 0) & exceeds(v[np.maximum(j - 1, 0)], v)
+        j[back] = np.searchsorted(v, v[j[back] - 1], side="left")
+        ahead = (j < n) & ~exceeds(v[np.minimum(j, n - 1)], v)
+        j[ahead] = np.searchsorted(v, v[j[ahead]], side="right")
+        if not (back.any() or ahead.any()):
+            return j
 
 
-def delta_chain(v: np.ndarray, d: float) -> np.ndarray:
+def delta_chain(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarray:
     """Fire flags of a delta trigger on non-decreasing ``v``: the first tuple is the first
-    reference, each firing tuple the next one (``p_0 = next(0)``, ``p_{k+1} = next(p_k)``)."""
+    reference, each firing tuple the next one (``p_0 = next(0)``, ``p_{k+1} = next(p_k)``
+    with ``next`` = :func:`beyond`)."""
     fires = np.zeros(len(v), dtype=bool)
     if len(v):
-        following = beyond(v, d)
+        following = beyond(v, d, exceeds)
         p = following[0]
         while p < len(v):
             fires[p] = True
