@@ -49,17 +49,25 @@ class Bins:
         before = np.searchsorted(self.pos, windows, side="right") - 1
         return {name: state[before] for name, state in self.state.items()}
 
-    def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """processtuple for a batch: ``x`` and, per value column, ``(values, present)``."""
+    def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]], floor: Number | None = None) -> None:
+        """processtuple for a batch: ``x`` and, per value column, ``(values, present)``. With
+        ``floor`` (late tuples, generous) only their windows ``w >= floor``: start bin
+        ``max(x, floor)``."""
+        if floor is not None:
+            keep = x + self.r > self._id(floor)
+            x, columns = x[keep], {name: (v[keep], p[keep]) for name, (v, p) in columns.items()}
+        if not len(x):
+            return
         order = np.argsort(x, kind="stable")
         xs = x[order]
-        new = np.setdiff1d(np.concatenate([xs, xs + self.r]), self.pos)  # start and end bins
+        starts = xs if floor is None else np.maximum(xs, self._id(floor))
+        new = np.setdiff1d(np.concatenate([starts, xs + self.r]), self.pos)  # start and end bins
         init = self.at(new)  # from the bin before each
         where = np.searchsorted(self.pos, new)
         self.pos = np.insert(self.pos, where, new)
         for name in self.state:
             self.state[name] = np.insert(self.state[name], where, init[name])
-        first, stop = np.searchsorted(self.pos, [xs[0], xs[-1] + self.r])
+        first, stop = np.searchsorted(self.pos, [starts[0], xs[-1] + self.r])
         bins = self.pos[first:stop]
         lo = np.searchsorted(xs, bins - self.r, side="right")
         hi = np.searchsorted(xs, bins, side="right")
@@ -71,20 +79,23 @@ class Bins:
                 part = _range_reduce(kind, values, present, lo, hi)
             self.state[name][first:stop] = _COMBINE[kind](self.state[name][first:stop], part)
 
-
     def purge(self, bound: Number) -> None:
-        """processpunctuation's purge once every window ``w < bound`` is emitted: the bins
-        below ``bound`` (but init) go, the one covering ``bound`` moving to it, so that bins
-        made later are initialised right. Bins a late tuple makes below ``bound`` are
-        never read."""
-        if self.pos.dtype.kind == "i":
-            bound = math.ceil(bound)
+        """processpunctuation's purge once no window ``w < bound`` is read again: the bins below
+        ``bound`` (but init) go, the one covering ``bound`` moving to it, so that bins made
+        later are initialised right."""
+        if bound == -np.inf:
+            return
+        bound = self._id(bound)
         cut = int(np.searchsorted(self.pos, bound, side="right"))
         if cut <= 1:
             return
         self.pos = np.concatenate([self.pos[:1], np.array([bound], dtype=self.pos.dtype), self.pos[cut:]])
         self.state = {name: np.concatenate([state[:1], state[cut - 1: cut], state[cut:]])
                       for name, state in self.state.items()}
+
+    def _id(self, bound: Number) -> Number:
+        """The least window-id ``>= bound`` when ids are integers."""
+        return math.ceil(bound) if self.pos.dtype.kind == "i" else bound
 
 
 def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -153,11 +164,12 @@ def columns(part: pa.Table, partials: dict[str, tuple[str, str | None, np.dtype]
     return out
 
 
-def add(bins: Bins, x: np.ndarray, values: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+def add(bins: Bins, x: np.ndarray, values: dict[str, tuple[np.ndarray, np.ndarray]],
+        floor: Number | None = None) -> None:
     """processtuple for every tuple of ``x`` (and ``values``), :data:`BATCH` at a time."""
     for start in range(0, len(x), BATCH):
         batch = slice(start, start + BATCH)
-        bins.add(x[batch], {name: (v[batch], p[batch]) for name, (v, p) in values.items()})
+        bins.add(x[batch], {name: (v[batch], p[batch]) for name, (v, p) in values.items()}, floor)
 
 
 def output(part: pa.Table, keys: list[str], windows: np.ndarray, result: dict[str, np.ndarray],

@@ -5,21 +5,23 @@ A punctuation with bound ``b`` (``wid_closed``, strict for FCA windows: no later
 tuples and the key's punctuations in arrival order (a punctuation at ``row_num = p`` after
 tuple ``p``); with ``B`` = the largest bound before a tuple arrives:
 
-- a tuple is **late** when ``x < B``; it is late for its windows ``w < B`` (generous: it is
-  added to the bins for the others, ``[B, x + r)``) or for all of them (consistent: it is
-  not added at all);
+- a tuple is **late** when ``x < B``: it is late for its windows ``w < B`` (generous: the
+  bins take it for the others, ``[B, x + r)``) or for all of them (consistent: it is not
+  added at all);
 - each window ``w`` is emitted at the first punctuation with ``b > w``: ``Bins.at(w)`` with
-  that punctuation's ``row_num`` as ``emit_row``, then the bins below ``b`` are purged;
-  windows no punctuation closes are emitted at the end of the stream (``emit_row`` NULL);
+  that punctuation's ``row_num`` as ``emit_row``; windows no punctuation closes are emitted
+  at the end of the stream (``emit_row`` NULL);
 - the window-ids are those of the whole stream (SPEC section 2: FCB and FCU positions count
   every tuple, late ones too). A window whose defining tuple (the first to arrive, of any key)
-  comes after the punctuation that closed it for a key is **lost** for that key: the bins
-  below the bound are gone, so it is never emitted and every contribution to it is late.
+  comes after its key's punctuation is emitted on that tuple's arrival (its ``row_num``);
+  the bins are purged only below the bound of every key (wildcard punctuations), and a
+  window whose defining tuple comes after such a bound passed it is **lost**: never emitted,
+  every contribution to it late.
 
 ``late`` holds one row per dropped (tuple, window) contribution, so emitted + late = exact
 per window and key; with correct punctuations nothing is late and the results are
 ``wid.query``'s. Punctuations go to the chunks they touch: to chunk ``c`` those whose
-bound falls in it and, per pattern, the first one past it.
+bound falls in it or the chunk before and, per pattern, the first one past it.
 """
 
 from __future__ import annotations
@@ -81,11 +83,13 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
 
 
 def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
-    """The punctuations each chunk needs: those whose largest closed window lies in it and, per
-    pattern, the first one whose bound passes it (it closes all its windows)."""
+    """The punctuations each chunk needs: those whose largest closed window lies in it or in the
+    chunk before (its tuples' ``x`` may lie there, at most ``r`` below it) and, per pattern,
+    the first one whose bound passes it (it closes all its windows)."""
     frame = punctuations.frame.select("row_num", *punctuations.pattern, F.col(WID_CLOSED).cast("double"))
     last = (F.ceil(F.col(WID_CLOSED) / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
-    own = frame.withColumn(CHUNK, last).where(F.col(CHUNK).between(chunks.first, chunks.last))
+    own = frame.withColumn(CHUNK, F.explode(F.array(last, last + 1))).where(  # tuples reach r < width below
+        F.col(CHUNK).between(chunks.first, chunks.last))
     firsts = frame.withColumn(_LAST, last).groupBy(*punctuations.pattern, _LAST).agg(
         F.min_by(WID_CLOSED, "row_num").alias(WID_CLOSED), F.min("row_num").alias("row_num"))
     passing = firsts.where(F.col(_LAST) > chunks.first).withColumn(
@@ -110,6 +114,7 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
         if contributing.num_rows == 0:
             return schema.empty_table()
         marks = marks.select([*pattern, "row_num", WID_CLOSED]).to_pandas()
+        wildcard = marks[pattern].isna().all(axis=1).to_numpy()
         pieces = []
         for rows in by_key(contributing, keys):
             part = contributing.take(pa.array(rows))
@@ -117,7 +122,7 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
             for c in pattern:
                 match &= (marks[c].isna() | (marks[c] == part.column(c)[0].as_py())).to_numpy()
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
-                                marks[WID_CLOSED].to_numpy()[match], r, consistent)
+                                marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent)
             pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema))
             pieces.append(scan_key.late(keys, aggregates, schema))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
@@ -125,47 +130,64 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
     return scan
 
 
+def _running_max(values: np.ndarray) -> np.ndarray:
+    return np.maximum.accumulate(values) if len(values) else values
+
+
+def _before(at: np.ndarray, reach: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """``reach`` of the last punctuation before each ``row`` (-inf: none)."""
+    i = np.searchsorted(at, row, side="left")
+    return np.where(i > 0, reach[np.maximum(i - 1, 0)] if len(at) else 0, -np.inf)
+
+
 class _KeyScan:
     """One key partition of a chunk: its tuples (in arrival order) and punctuations."""
 
     def __init__(self, part: pa.Table, windows: np.ndarray, defined: np.ndarray, at: np.ndarray,
-                 bounds: np.ndarray, r: Number, consistent: bool):
+                 bounds: np.ndarray, wildcard: np.ndarray, r: Number, consistent: bool):
         self.part, self.windows, self.r, self.consistent = part, windows, r, consistent
         self.x, self.row = part.column(WID_X).to_numpy(), part.column("row_num").to_numpy()
         order = np.argsort(at, kind="stable")
-        self.at, self.reach = at[order], np.maximum.accumulate(bounds[order]) if len(at) else bounds
-        before = np.searchsorted(self.at, self.row, side="left")  # punctuations before each tuple
-        self.bound = np.where(before > 0, self.reach[np.maximum(before - 1, 0)] if len(at) else 0, -np.inf)
-        self.closing = np.searchsorted(self.reach, windows, side="right")  # first punctuation with b > w
-        closes = self.closing < len(at)
-        emit = np.where(closes, self.at[np.minimum(self.closing, len(at) - 1)] if len(at) else 0, -1)
-        self.closes, self.lost = closes, closes & (defined > emit)
+        self.at = at[order]
+        self.reach = _running_max(bounds[order])  # the key's bound after each punctuation
+        self.everyone = _running_max(np.where(wildcard[order], bounds[order], -np.inf))  # every key's
+        self.bound = _before(self.at, self.reach, self.row)
+        closing = np.searchsorted(self.reach, windows, side="right")  # the first punctuation with b > w
+        self.closes = closing < len(at)
+        self.lost = _before(self.at, self.everyone, defined) > windows
+        self.emit = np.maximum(self.at[np.minimum(closing, len(at) - 1)] if len(at) else 0, defined)
 
     def emitted(self, kinds, numeric: dict[str, np.dtype], keys: list[str], aggregates: list[Aggregate],
                 schema: pa.Schema) -> list[pa.Table]:
-        """processtuple in arrival order; at each punctuation that closes windows, their rows
-        (``emit_row`` = its row_num) and the purge; the rest at the end of the stream."""
+        """processtuple in arrival order (late tuples for their windows after the key's bound);
+        each window closed by a punctuation emitted on its arrival (or its defining tuple's, when
+        that comes later) and the bins purged below every key's bound; the rest at the end."""
         bins, values = Bins(self.r, kinds, self.x.dtype), columns(self.part, kinds, numeric)
-        admitted = self.x >= self.bound if self.consistent else np.ones(len(self.x), dtype=bool)
+        late = self.x < self.bound
         done, out = 0, []
 
         def admit(upto: int) -> None:
-            keep = np.flatnonzero(admitted[done:upto]) + done
-            add(bins, self.x[keep], {name: (v[keep], p[keep]) for name, (v, p) in values.items()})
+            arrived = np.arange(done, upto)
+            for floor in [None] if self.consistent else [None, *np.unique(self.bound[arrived][late[arrived]])]:
+                mine = arrived[~late[arrived]] if floor is None else arrived[late[arrived] & (self.bound[arrived] == floor)]
+                add(bins, self.x[mine], {name: (v[mine], p[mine]) for name, (v, p) in values.items()}, floor)
 
-        def rows(mine: np.ndarray, emit_row) -> pa.Table:
+        def rows(mine: np.ndarray, emit_row: int | None) -> pa.Table:
             n = int(mine.sum())
             return output(self.part, keys, self.windows[mine], bins.at(self.windows[mine]), aggregates, schema,
                           **{EMIT_ROW: np.full(n, emit_row, dtype=object), _LATE: np.full(n, None, dtype=object)})
 
-        for p in np.unique(self.closing[self.closes & ~self.lost]):
-            upto = int(np.searchsorted(self.row, self.at[p], side="right"))
+        closed = self.closes & ~self.lost
+        for t in np.unique(self.emit[closed]):
+            upto = int(np.searchsorted(self.row, t, side="right"))
             admit(upto)
             done = upto
-            out.append(rows(self.closes & ~self.lost & (self.closing == p), int(self.at[p])))
-            bins.purge(self.reach[p])
+            out.append(rows(closed & (self.emit == t), int(t)))
+            seen = int(np.searchsorted(self.at, t, side="right"))
+            if seen:
+                bins.purge(min(self.reach[seen - 1], self.everyone[seen - 1]))
         admit(len(self.x))
-        out.append(rows(~self.closes, None))
+        out.append(rows(~self.closes & ~self.lost, None))
         return out
 
     def late(self, keys: list[str], aggregates: list[Aggregate], schema: pa.Schema) -> pa.Table:
