@@ -172,8 +172,8 @@ def test_paths(spark):
     paths = {
         "columns": ["tumbling, count(4)", "tumbling, time(2)", "tumbling, punct()", "sliding, count(4), count(2)",
                     "sliding, time(5), count(1)", "sliding, count(100), time(60)", "sliding, time(5), time(1)",
-                    "sliding, delta(v, 1.5)", "sliding, count(4) partitioned BY k"],
-        "chain": ["tumbling, delta(v, 2)", "sliding, count(4), delta(v, 1)", "sliding, delta(v, 3), delta(v, 0)",
+                    "sliding, count(4) partitioned BY k"],
+        "chain": ["tumbling, delta(v, 2)", "sliding, delta(v, 1.5)", "sliding, delta(v, 0.3), count(2)", "sliding, count(4), delta(v, 1)", "sliding, delta(v, 3), delta(v, 0)",
                   "sliding, time(3), delta(v, 1) partitioned BY k"],
         "scan": ["sliding, delta(v, 2), time(1)", "sliding, count(4) partitioned BY k, tupleCount(10)",
                  "tumbling, delta(v, 2) partitioned BY k, partitionCount(1)"],
@@ -267,7 +267,7 @@ CHAINS = [
     "tumbling, delta(v, 0.3)", "tumbling, delta(ts, 2.5) partitioned BY k, aggregateIncompleteWindows(false)",
     "sliding, count(4), delta(v, 0.2)", "sliding, count(5), delta(v, 0.1) partitioned BY k, aggregatePartialWindows(false)",
     "sliding, delta(v, 0.7), delta(v, 0.3)", "sliding, delta(ts, 3), delta(v, 0) partitioned BY k",
-    "sliding, time(2), delta(ts, 3)",
+    "sliding, time(2), delta(ts, 3)", "sliding, delta(v, 0.3), count(2)", "sliding, delta(v, 0.1) partitioned BY k",
 ]
 
 

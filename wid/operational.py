@@ -5,10 +5,10 @@ windows holding it are the consecutive triggers ``wid_lo <= w <= wid_hi`` betwee
 insertion and its eviction. Tagging each tuple with that range lets the window-agnostic
 :func:`wid.aggregate.range_aggregate` do the rest. Three ways to tag (:func:`path`):
 
-* ``columns`` (:func:`wid.spl_compile.columns`): trigger positions in closed form, evictions
-  in arrival order (count and time policies; delta eviction with a count trigger);
-* ``chain`` (:func:`wid.spl_compile.chain`): the delta trigger and tumbling delta, whose
-  triggers form a chain, computed by binary search on a non-decreasing attribute;
+* ``columns`` (:func:`wid.spl_compile.columns`): count, time and punct policies, trigger
+  positions in closed form and evictions in arrival order;
+* ``chain`` (:func:`wid.spl_compile.chain`): delta policies on a non-decreasing attribute (the
+  delta trigger's triggers form a chain), by binary search per partition;
 * ``scan`` (:func:`wid.spl_scan.scan`): event by event where the windows depend on history:
   a delta attribute that decreases somewhere, delta eviction with a time trigger, and
   partition eviction policies.
@@ -30,7 +30,7 @@ from wid.bucket import WID_HI, WID_LO, attribute_type, checked, numeric_value
 from wid.clock import T, T0, TEND, clocked, scaled
 from wid.errors import WidError
 from wid.positions import non_decreasing
-from wid.spl import ARRIVAL_TS, Count, Delta, PartitionAge, Punct, SplWindow, Time, Tumbling
+from wid.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, Sliding, SplWindow, Time
 from wid.spl_compile import POS, chain, columns
 from wid.spl_scan import scan
 
@@ -76,11 +76,9 @@ def path(df: DataFrame, spec: SplWindow) -> Path:
     tuples = df if rows is None else df.where(rows)
     if deltas and not all(non_decreasing(tuples, attr, spec.partition_by) for attr in deltas):
         return "scan"
-    if isinstance(spec, Tumbling):
-        return "chain" if isinstance(spec.eviction, Delta) else "columns"
-    if isinstance(spec.trigger, Delta):
-        return "chain"
-    return "scan" if isinstance(spec.eviction, Delta) and isinstance(spec.trigger, Time) else "columns"
+    if isinstance(spec, Sliding) and isinstance(spec.eviction, Delta) and isinstance(spec.trigger, Time):
+        return "scan"
+    return "chain" if deltas else "columns"
 
 
 def compiled(df: DataFrame, spec: SplWindow) -> bool:

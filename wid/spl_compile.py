@@ -11,17 +11,17 @@ tumbling count(n)          wid = floor(pos/n)
 tumbling time(p)           wid = floor((t - T0)/p)
 tumbling punct()           wid = number of punctuations before the tuple
 sliding E, count(m)        lo = floor(pos/m), hi = floor((J+1)/m) - 1 with J the last position the
-                           tuple is still in: pos+n-1 (count(n)); max pos with t <= t_i + p
-                           (time(p)); max pos with a <= a_i + d (delta(a, d), a non-decreasing)
+                           tuple is still in: pos+n-1 (count(n)); max pos with t <= t_i + p (time(p))
 sliding count(n), time(q)  lo = floor((t - T0)/q), hi = floor((t[pos+n] - T0)/q) - 1
 sliding time(p), time(q)   lo = floor((t - T0)/q), hi = floor((t + p - T0)/q) - 1
 =========================  ====================================================================
 
-:func:`chain` (numpy per partition, :mod:`wid.positions`) for the delta trigger and tumbling
-delta on a non-decreasing attribute: the triggers (flushes) are the delta chain ``p_k``; a
-tuple is last in the window triggered at ``L = pos + n`` (count(n) eviction), ``next_a(pos)``
-(delta(a, d) eviction, ``a`` non-decreasing) or ``next_t(pos) - 1`` (time(p) eviction, which
-precedes the trigger).
+:func:`chain` (numpy per partition, :mod:`wid.positions`) for delta policies on a
+non-decreasing attribute, in the policies' own comparison ``v_j - v_i > d``: the triggers
+(flushes) of a delta trigger (tumbling delta) are the delta chain ``p_k``; a tuple is last in
+the window triggered at ``L = pos + n`` (count(n) eviction), ``next_a(pos)`` (delta(a, d)
+eviction) or ``next_t(pos) - 1`` (time(p) eviction, which precedes the trigger). Delta eviction
+with a count(m) trigger: ``lo = floor(pos/m)``, ``hi = floor(next_a(pos)/m) - 1``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from wid.bucket import WID_HI, WID_LO
 from wid.clock import T, T0, TEND, scaled, time_scale
 from wid.positions import Tags, beyond, delta_chain, per_partition, ranges
-from wid.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time, Tumbling
+from wid.spl import ARRIVAL_TS, Count, Delta, Punct, Sliding, SplWindow, Time, Tumbling
 from wid.windows import floor_div
 
 POS, _N = "_wid_pos", "_wid_n"
@@ -87,10 +87,8 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
         if isinstance(eviction, Count):
             size = F.count(F.lit(1)).over(Window.partitionBy(*part))
             last = F.least(F.col(POS) + (eviction.n - 1), size - 1)
-        elif isinstance(eviction, Time):
-            last = _last_within(T, scaled(eviction.period, scale), part)
         else:
-            last = _last_within(eviction.attr, eviction.delta, part)
+            last = _last_within(T, scaled(eviction.period, scale), part)
         lo = floor_div(F.col(POS), m)
         if not spec.partial:
             lo = F.greatest(lo, F.lit(-(-eviction.n // m) - 1))
@@ -116,12 +114,17 @@ def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
     scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
 
     def tag(pdf: pd.DataFrame) -> Tags:
+        pos = np.arange(len(pdf))
+        if isinstance(spec.trigger if isinstance(spec, Sliding) else None, Count):
+            # delta eviction before the insertion of next(pos); trigger k after inserting (k+1)m - 1
+            m = spec.trigger.n
+            return pos // m, beyond(pdf[spec.eviction.attr].to_numpy(), spec.eviction.delta) // m - 1
         policy = spec.eviction if isinstance(spec, Tumbling) else spec.trigger
         fires = delta_chain(pdf[policy.attr].to_numpy(), policy.delta)
         if isinstance(spec, Tumbling):
             wid = np.cumsum(fires, dtype=np.int64)
             return wid, wid if spec.incomplete else np.where(wid < wid[-1], wid, wid - 1)
-        eviction, pos = spec.eviction, np.arange(len(pdf))
+        eviction = spec.eviction
         if isinstance(eviction, Count):
             last = pos + eviction.n
         elif isinstance(eviction, Delta):
