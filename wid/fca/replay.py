@@ -37,7 +37,7 @@ from pyspark.sql.types import LongType, StructField
 from wid.aggregate import WID, Aggregate
 from wid.bucket import WID_CLOSED, WID_X
 from wid.errors import WidError
-from wid.fca.aggregate import Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
+from wid.fca.aggregate import CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
     rattr_value, typed, windows_of
 from wid.fca.bins import Bins, add, columns, output, partials
 from wid.fca.bucket import CHUNK, WID_IN, ids
@@ -49,10 +49,11 @@ EMIT_ROW = "emit_row"
 _LATE, _KIND, _LAST = "_wid_late", "_wid_kind", "_wid_last"
 
 
-def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFrame]:
+def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.query.CompiledQuery`)
     under ``punctuation`` (None: only the end of the stream): the results are the aggregate's
-    columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``."""
+    columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``. ``chunk_rows``
+    sizes the chunks of the x axis (:func:`wid.fca.aggregate.chunk_rows_of`)."""
     tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
     if "row_num" not in tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
@@ -64,7 +65,7 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
         raise WidError("replay of slide-by-tuple windows holds count, sum, avg, min and max of numbers in its bins; "
                        "query the other aggregates with wid.query")
     r = ids(tagged, spec)[2].range
-    chunks = chunk_rows_of(tagged, r, keys, aggregates)
+    chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", F.lit(None).cast("double").alias(WID_CLOSED)).limit(0), (), ((),))
     consistent = punctuation is not None and punctuation.mode == "consistent"
