@@ -148,6 +148,8 @@ def test_plan_section(spark):
                          "evictions": [{"kind": "time", "granularity": 5}, {"kind": "count", "max": 10}],
                          "per_group": ["k"]})
     assert d == Discretization([TimeTrigger(1)], [TimeEviction(5), CountEviction(10)], per_group=("k",))
+    passive = flink.from_dict({"triggers": [{"kind": "time", "granularity": 2, "active": False}]})
+    assert passive == Discretization([TimeTrigger(2, active=False)]) and passive.path == "chain"
     with pytest.raises(WidError, match="policy kind"):
         flink.from_dict({"triggers": [{"kind": "sometimes"}]})
     with pytest.raises(WidError, match="unknown key"):

@@ -271,6 +271,7 @@ CHAINS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clause", CHAINS)
 def test_delta_chain_tags_equal_the_scan(spark, clause):
     """On a non-decreasing attribute (decimal doubles, or a timestamp in microseconds) the delta
