@@ -115,7 +115,7 @@ def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
 
     def tag(pdf: pd.DataFrame) -> Tags:
         pos = np.arange(len(pdf))
-        if isinstance(spec.trigger if isinstance(spec, Sliding) else None, Count):
+        if isinstance(spec, Sliding) and isinstance(spec.trigger, Count):
             # delta eviction before the insertion of next(pos); trigger k after inserting (k+1)m - 1
             m = spec.trigger.n
             return pos // m, beyond(pdf[spec.eviction.attr].to_numpy(), spec.eviction.delta) // m - 1
