@@ -197,3 +197,30 @@ def test_bench_case_checks_against_spark_range_frame(spark):
     """``wid bench --fca``: wid's rows equal Spark's RANGE frame (else it raises), then timings."""
     times = bench.fca(spark, rows=400, range_seconds=3, repeat=1)
     assert set(times) == {"wid", "wid sql", "range frame"} and min(times.values()) > 0
+
+
+def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():
+    """processpunctuation's purge drops the bins below a bound and keeps every window at or
+    above it; a late tuple added with ``floor`` counts only in the windows ``w >= floor``."""
+    rng = np.random.default_rng(11)
+    r, partials = 7, {"n": ("n", None, np.dtype(np.int64)), "m": ("max", "v", np.dtype(np.int64))}
+    a, v = rng.integers(0, 120, 400), rng.integers(-50, 50, 400).astype(np.int64)
+    floors = np.where(rng.random(400) < 0.2, a + rng.integers(1, 2 * r, 400), a)  # a fifth late
+    bins = fca.Bins(r, partials, a.dtype)
+    bound = 0
+    for start in range(0, 400, 40):
+        part = slice(start, start + 40)
+        on_time = part.start + np.flatnonzero(floors[part] == a[part])
+        bins.add(a[on_time], {"v": (v[on_time], np.ones(len(on_time), dtype=bool))})
+        for floor in np.unique(floors[part][floors[part] != a[part]]):
+            late = part.start + np.flatnonzero((floors[part] == floor) & (floors[part] != a[part]))
+            bins.add(a[late], {"v": (v[late], np.ones(len(late), dtype=bool))}, floor=floor)
+        bound = max(bound, int(a[: part.stop].min()) + start // 8)
+        bins.purge(bound)
+    assert bins.pos[1] >= bound and len(bins.pos) < len(np.unique(np.concatenate([a, a + r])))
+    windows = np.arange(bound, 130)
+    inside = [(w - r < a) & (a <= w) & (floors <= w) for w in windows]
+    got = bins.at(windows)
+    assert got["n"].tolist() == [int(e.sum()) for e in inside]
+    some = got["n"] > 0
+    assert got["m"][some].tolist() == [int(v[e].max()) for e, s in zip(inside, some) if s]

@@ -24,6 +24,7 @@ from chispa import assert_df_equality
 import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid import punctuate
+from wid.errors import WidError
 from wid.fca import replay as fca_replay
 from wid.query import compile_query
 from wid.replay import Replay
@@ -38,8 +39,8 @@ VARIANTS = {
 
 
 def query(variant: str) -> str:
-    return f"SELECT g, count(*) AS n, sum(v) AS total, max(v) AS hi FROM s [RANGE {R} RATTR a {VARIANTS[variant][0]}] " \
-           "GROUP BY g"
+    return (f"SELECT g, count(*) AS n, sum(v) AS total, max(v) AS hi "
+            f"FROM s [RANGE {R} RATTR a {VARIANTS[variant][0]}] GROUP BY g")
 
 
 def stream(seed: int, n: int = 160) -> list[dict]:
@@ -239,3 +240,12 @@ def test_without_punctuations_everything_closes_at_the_end(spark):
                                                                "hi": ("max", "v")}, group_by=["g"])
     assert {(r["g"], r["wid"]): (r["n"], r["total"], r["hi"]) for r in replay.results.collect()} == \
         {(e["g"], e["wid"]): (e["n"], e["total"], e["hi"]) for e in expected}
+
+
+def test_aggregates_the_bins_cannot_hold_are_refused(spark):
+    register(spark, stream(seed=3, n=20))
+    with pytest.raises(WidError, match="replay of slide-by-tuple windows holds count, sum, avg, min and max"):
+        wid.replay(spark, "SELECT count(DISTINCT v) AS kinds FROM s [RANGE 6 RATTR a SLIDE 1 ROW SATTR row_num]",
+                   punctuate.slack(2))
+    with pytest.raises(WidError, match="punctuation must come from wid.punctuate"):
+        wid.replay(spark, query("FCA"), punctuation=3)

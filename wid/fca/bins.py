@@ -49,7 +49,8 @@ class Bins:
         before = np.searchsorted(self.pos, windows, side="right") - 1
         return {name: state[before] for name, state in self.state.items()}
 
-    def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]], floor: Number | None = None) -> None:
+    def add(self, x: np.ndarray, columns: dict[str, tuple[np.ndarray, np.ndarray]],
+            floor: Number | None = None) -> None:
         """processtuple for a batch: ``x`` and, per value column, ``(values, present)``. With
         ``floor`` (late tuples, generous) only their windows ``w >= floor``: start bin
         ``max(x, floor)``."""

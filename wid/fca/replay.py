@@ -169,8 +169,9 @@ class _KeyScan:
 
         def admit(upto: int) -> None:
             arrived = np.arange(done, upto)
-            for floor in [None] if self.consistent else [None, *np.unique(self.bound[arrived][late[arrived]])]:
-                mine = arrived[~late[arrived]] if floor is None else arrived[late[arrived] & (self.bound[arrived] == floor)]
+            on_time, behind = arrived[~late[arrived]], arrived[late[arrived]]
+            for floor in [None] if self.consistent else [None, *np.unique(self.bound[behind])]:
+                mine = on_time if floor is None else behind[self.bound[behind] == floor]
                 add(bins, self.x[mine], {name: (v[mine], p[mine]) for name, (v, p) in values.items()}, floor)
 
         def rows(mine: np.ndarray, emit_row: int | None) -> pa.Table:
