@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 from wid import punctuate
 from wid.errors import WidError
 from wid.query import compile_query
+from wid.scan import running
 
 SLIDE = 5
 QUERY = f"SELECT k, count(*) AS n FROM p [RANGE 10 SLIDE {SLIDE} WATTR x] GROUP BY k"
@@ -76,14 +77,26 @@ def test_running_scan_crosses_chunks_and_partitions(spark):
     rnd = random.Random(2)
     data = [(i, rnd.choice("ab"), rnd.randint(-50, 50)) for i in range(300)]
     df = spark.createDataFrame(data, "i long, g string, v long")
-    out = punctuate.running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",))
-    back = punctuate.running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",), agg="min", reverse=True)
+    out = running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",))
+    back = running(df, "v", ["i"], F.floor(F.col("i") / 7), "m", partition=("g",), agg="min", reverse=True)
     for got, fn, order in ((out, max, data), (back, min, data[::-1])):
         want, best = set(), {}
         for i, g, v in order:
             best[g] = v if g not in best else fn(best[g], v)
             want.add((i, best[g]))
         assert {(r.i, r.m) for r in got.collect()} == want
+
+
+def test_running_scan_of_separate_values_looks_up_each_point(spark):
+    rnd = random.Random(3)
+    values = [(rnd.randint(0, 400), rnd.choice("ab"), rnd.randint(-50, 50)) for _ in range(200)]
+    points = [(rnd.randint(-10, 410), rnd.choice("abc"), n) for n in range(150)]
+    after = F.lit(1).alias("kind")  # a point sees the values at its own i
+    got = running(spark.createDataFrame(points, "i long, g string, n long").select("*", after), "v", ["i", "kind"],
+                  F.floor(F.col("i") / 16), "m", partition=("g",),
+                  values=spark.createDataFrame(values, "i long, g string, v long").select("*", F.lit(0).alias("kind")))
+    want = {(n, max((v for j, h, v in values if h == g and j <= i), default=None)) for i, g, n in points}
+    assert {(r.n, r.m) for r in got.collect()} == want
 
 
 @pytest.mark.parametrize("make, message", [

@@ -21,8 +21,8 @@ from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
 from wid.aggregate import WID
 from wid.bucket import attribute_type
 from wid.errors import WidError
-from wid.punctuate import ROW_CHUNK, WID_CHUNK, running
 from wid.replay import EMIT_ROW, Replay
+from wid.scan import ROW_CHUNK, WID_CHUNK, running
 
 TOLERANCE = 1e-9
 _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
@@ -38,11 +38,8 @@ def _seconds(df: DataFrame, name: str) -> Column:
 def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, chunk: float, out: str) -> DataFrame:
     """``points`` (with ``_wid_ord`` and ``_wid_kind``) plus ``out``: the max of ``value`` over
     the ``tuples`` up to ``_wid_ord`` in ``order`` (kind -1: before equal tuples; 1: after)."""
-    events = points.withColumn(_VAL, F.lit(None).cast("double")).unionByName(
-        tuples.select(order.cast("double").alias(_ORD), F.lit(0).alias(_KIND), value.cast("double").alias(_VAL)),
-        allowMissingColumns=True)
-    scanned = running(events, _VAL, [_ORD, _KIND], F.floor(F.col(_ORD) / F.lit(chunk)), out)
-    return scanned.where(F.col(_KIND) != 0).drop(_VAL)
+    values = tuples.select(order.cast("double").alias(_ORD), F.lit(0).alias(_KIND), value.cast("double").alias(_VAL))
+    return running(points, _VAL, [_ORD, _KIND], F.floor(F.col(_ORD) / F.lit(chunk)), out, values=values)
 
 
 def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataFrame:

@@ -16,7 +16,7 @@ window that the punctuation closes for the matching keys. A punctuation with
 ``mode`` says what replay drops of a tuple that is late for some window: ``generous``
 only its contributions to windows already emitted; ``consistent`` all of them.
 Everything is Column expressions and window functions; running maxima are parallel
-scans (:func:`running`), never one Spark partition holding the whole stream.
+scans (:func:`wid.scan.running`), never one Spark partition holding the whole stream.
 """
 
 from __future__ import annotations
@@ -25,40 +25,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
 from wid.bucket import WID_CLOSED, WID_X, attribute_type, bucket_punctuations, numeric_value
 from wid.errors import WidError
+from wid.scan import ROW_CHUNK, running
 
 MODES = ("generous", "consistent")
-#: Arrival positions per scan chunk (row_num // ROW_CHUNK) and window-ids per chunk.
-ROW_CHUNK = 1 << 16
-WID_CHUNK = 1 << 10
-_CHUNK, _CARRY = "_wid_chunk", "_wid_carry"
-
-
-def running(df: DataFrame, value: str, order: list[str], chunk: Column, out: str, *,
-            partition: tuple[str, ...] = (), agg: str = "max", reverse: bool = False) -> DataFrame:
-    """``df`` plus ``out`` = ``agg`` (max|min) of ``value`` over the rows of the same
-    ``partition`` at or before each row in ``order`` (at or after, when ``reverse``).
-
-    A parallel scan: ``chunk`` (non-decreasing in ``order``) splits each partition; every
-    chunk is scanned on its own and gets a carry from the totals of the earlier chunks."""
-    fn, combine = (F.max, F.greatest) if agg == "max" else (F.min, F.least)
-    df = df.withColumn(_CHUNK, chunk)
-    ahead = (Window.unboundedPreceding, -1) if not reverse else (1, Window.unboundedFollowing)
-    within = (Window.unboundedPreceding, Window.currentRow) if not reverse else (Window.currentRow, Window.unboundedFollowing)
-    renamed = {c: f"_wid_cp{i}" for i, c in enumerate([*partition, _CHUNK])}
-    carry = (df.groupBy(*partition, _CHUNK).agg(fn(value).alias(_CARRY))
-             .select(*[F.col(c).alias(n) for c, n in renamed.items()],
-                     fn(_CARRY).over(Window.partitionBy(*[F.col(c) for c in partition]).orderBy(_CHUNK)
-                                     .rowsBetween(*ahead)).alias(_CARRY)))
-    same = [df[c].eqNullSafe(carry[n]) for c, n in renamed.items()]
-    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*order).rowsBetween(*within))
-    return (df.join(carry, same, "left").withColumn(out, combine(scanned, F.col(_CARRY)))
-            .drop(_CHUNK, _CARRY, *renamed.values()))
 
 
 @dataclass(frozen=True)
@@ -236,4 +211,4 @@ def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
     return OrderedBy(tuple(keys), _mode(mode))
 
 
-__all__ = ["Generator", "Punctuations", "embedded", "heartbeat", "ordered_by", "running", "slack"]
+__all__ = ["Generator", "Punctuations", "embedded", "heartbeat", "ordered_by", "slack"]

@@ -24,12 +24,13 @@ from pyspark.sql import functions as F
 from wid.aggregate import WID, range_aggregate
 from wid.bucket import WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
-from wid.punctuate import ROW_CHUNK, WID_CHUNK, Generator, Punctuations, running
+from wid.punctuate import Generator, Punctuations
 from wid.query import CompiledQuery, compile_query, resolved
+from wid.scan import ROW_CHUNK, WID_CHUNK, running
 from wid.windows import Landmark, Sliding
 
 EMIT_ROW = "emit_row"
-_KIND, _C, _REACH = "_wid_kind", "_wid_c", "_wid_reach"  # tuple 0 before punctuation 1 at one row_num
+_KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
 
 
 @dataclass
@@ -59,34 +60,36 @@ def _shape(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
     return frame.select("row_num", *shape, WID_CLOSED)
 
 
+def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
+    """Per (``shape`` keys, ``wid_closed`` = c): ``row_num`` = the first punctuation closing c.
+    Small (one row per window and key), and all a replay needs of the punctuations: the
+    running max of ``wid_closed`` at row r is max{c : first(c) <= r}."""
+    return _shape(punctuations, shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
+
+
 def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations) -> DataFrame:
     """``tagged`` plus ``_wid_c``: the largest window closed for the tuple's keys before it arrived."""
     out = tagged.withColumn(_C, F.lit(None).cast("long"))
     chunk = F.floor(F.col("row_num") / ROW_CHUNK)
     for i, shape in enumerate(punctuations.shapes):
-        events = out.withColumn(_KIND, F.lit(0)).withColumn(WID_CLOSED, F.lit(None).cast("long")).unionByName(
-            _shape(punctuations, shape).withColumn(_KIND, F.lit(1)), allowMissingColumns=True)
-        scanned = running(events, WID_CLOSED, ["row_num", _KIND], chunk, f"_wid_c{i}", partition=shape)
-        out = (scanned.where(F.col(_KIND) == 0).withColumn(_C, F.greatest(_C, f"_wid_c{i}"))
-               .drop(_KIND, WID_CLOSED, f"_wid_c{i}"))
+        closing = _first(punctuations, shape).withColumn(_KIND, F.lit(1))
+        out = (running(out.withColumn(_KIND, F.lit(0)), WID_CLOSED, ["row_num", _KIND], chunk, f"_wid_c{i}",
+                       values=closing, partition=shape)
+               .withColumn(_C, F.greatest(_C, f"_wid_c{i}")).drop(_KIND, f"_wid_c{i}"))
     return out
 
 
-def _emit_rows(results: DataFrame, keys: list[str], punctuations: Punctuations) -> DataFrame:
-    """``results`` plus ``emit_row``: the least row_num of a matching punctuation whose running
-    max of ``wid_closed`` reaches the row's wid (a suffix min in wid order)."""
+def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
+    """``results`` plus ``emit_row``: the least row_num of a matching punctuation closing the
+    row's wid or a later one (a suffix min in wid order)."""
     out = results.withColumn(EMIT_ROW, F.lit(None).cast("long"))
     for i, shape in enumerate(punctuations.shapes):
-        reach = running(_shape(punctuations, shape), WID_CLOSED, ["row_num"],
-                        F.floor(F.col("row_num") / ROW_CHUNK), _REACH, partition=shape)
-        events = out.withColumn(_KIND, F.lit(0)).withColumn("_wid_at", F.lit(None).cast("long")).unionByName(
-            reach.select(*shape, F.col(_REACH).alias(WID), F.col("row_num").alias("_wid_at"),
-                         F.lit(1).alias(_KIND)), allowMissingColumns=True)
-        scanned = running(events, "_wid_at", [WID, _KIND], F.floor(F.col(WID) / WID_CHUNK), f"_wid_e{i}",
-                          partition=shape, agg="min", reverse=True)
-        out = (scanned.where(F.col(_KIND) == 0).withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}"))
-               .drop(_KIND, "_wid_at", f"_wid_e{i}"))
-    return out.select(*results.columns, EMIT_ROW)
+        closing = _first(punctuations, shape).select(*shape, F.col(WID_CLOSED).alias(WID), F.lit(1).alias(_KIND),
+                                                     F.col("row_num").alias(_AT))
+        out = (running(out.withColumn(_KIND, F.lit(0)), _AT, [WID, _KIND], F.floor(F.col(WID) / WID_CHUNK),
+                       f"_wid_e{i}", values=closing, partition=shape, agg="min", reverse=True)
+               .withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}")).drop(_KIND, f"_wid_e{i}"))
+    return out
 
 
 def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None) -> Replay:
@@ -124,7 +127,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     late_hi = F.when(F.lit(consistent), F.col(WID_HI)).otherwise(F.least(WID_HI, _C))
     on_time = arrived.withColumn(WID_LO, on_time_lo).where(F.col(WID_LO) <= F.col(WID_HI))
     aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates)
-    emitted = _emit_rows(aggregated, compiled.keys, punctuations)
+    emitted = _emit_rows(aggregated, punctuations)
 
     source = spark.table(compiled.query.source).columns
     late = arrived.where(late_any).select(*source, F.explode(F.sequence(WID_LO, late_hi)).alias(WID))

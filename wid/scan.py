@@ -1,0 +1,75 @@
+"""Parallel prefix scans: running max/min along an order, never in one Spark partition.
+
+``chunk`` (non-decreasing in the order) cuts every partition into pieces; each piece is
+scanned by a window function on its own and combined with a carry, the total of the
+earlier pieces (the later ones, when ``reverse``). The carry is computed from the values
+only, so the points that are looked up (the big side, e.g. every tuple of a replay) are
+read once: the plan of a chain of scans grows linearly, not exponentially.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+#: Arrival positions per scan chunk (row_num // ROW_CHUNK) and window-ids per chunk.
+ROW_CHUNK = 1 << 16
+WID_CHUNK = 1 << 10
+_CHUNK, _CARRY, _POINT, _EDGE, _SCANNED, _SPAN = (
+    "_wid_chunk", "_wid_carry", "_wid_point", "_wid_edge", "_wid_scanned", "_wid_span")
+
+
+def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, ...], fn, reverse: bool) -> tuple[DataFrame, DataFrame]:
+    """``(spans, edges)``: ``spans`` maps (partition, chunk k) to the total of the values' chunks
+    before k (after k, when reversed), for every k between the values' first and last chunks;
+    ``edges`` gives per partition the chunk past the last (before the first) that still has one."""
+    totals = values.withColumn(_CHUNK, chunk).groupBy(*partition, _CHUNK).agg(fn(value).alias(_CARRY))
+    order = Window.partitionBy(*[F.col(c) for c in partition]).orderBy(_CHUNK)
+    if not reverse:  # total through chunk c serves k in [c + 1, next chunk]
+        through = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        ks = F.sequence(F.col(_CHUNK) + 1, F.coalesce(F.lead(_CHUNK).over(order), F.col(_CHUNK) + 1))
+        edge = F.max(_CHUNK) + 1
+    else:  # total from chunk c on serves k in [previous chunk, c - 1]
+        through = order.rowsBetween(Window.currentRow, Window.unboundedFollowing)
+        ks = F.sequence(F.coalesce(F.lag(_CHUNK).over(order), F.col(_CHUNK) - 1), F.col(_CHUNK) - 1)
+        edge = F.min(_CHUNK) - 1
+    spans = (totals.select(*partition, ks.alias(_SPAN), fn(_CARRY).over(through).alias(_CARRY))
+             .select(*partition, F.explode(_SPAN).alias(_CHUNK), _CARRY))
+    return spans, totals.groupBy(*partition).agg(edge.alias(_EDGE))
+
+
+def _join(left: DataFrame, right: DataFrame, on: list[str]) -> DataFrame:
+    """Left join on null-safe equality of ``on`` (NULL is a valid key)."""
+    renamed = right.select(*[F.col(c).alias(f"_wid_r{i}") for i, c in enumerate(on)],
+                           *[c for c in right.columns if c not in on])
+    if not on:
+        return left.crossJoin(renamed)
+    same = [left[c].eqNullSafe(renamed[f"_wid_r{i}"]) for i, c in enumerate(on)]
+    return left.join(renamed, same, "left").drop(*[f"_wid_r{i}" for i in range(len(on))])
+
+
+def running(points: DataFrame, value: str, order: list[str], chunk: Column, out: str, *,
+            values: DataFrame | None = None, partition: tuple[str, ...] = (), agg: str = "max",
+            reverse: bool = False) -> DataFrame:
+    """``points`` plus ``out`` = ``agg`` (max|min) of ``value`` over the rows of ``values``
+    of the same ``partition`` at or before each point in ``order`` (at or after, when
+    ``reverse``). ``values`` (columns: ``partition``, ``order``, ``value``) defaults to the
+    points themselves; otherwise ``points`` must not have a ``value`` column and ties in
+    ``order`` are for the caller to break (e.g. with a kind column). The values' chunks
+    should span a modest number of ids: the carry has one row per id in that span."""
+    fn, combine = (F.max, F.greatest) if agg == "max" else (F.min, F.least)
+    if values is None:
+        events, values = points, points
+    else:
+        events = points.withColumn(_POINT, F.lit(True)).unionByName(
+            values.select(*partition, *order, value).withColumn(_POINT, F.lit(False)), allowMissingColumns=True)
+    spans, edges = _carry(values, value, chunk, partition, fn, reverse)
+    within = (Window.unboundedPreceding, Window.currentRow) if not reverse else (Window.currentRow, Window.unboundedFollowing)
+    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*order).rowsBetween(*within))
+    clamp = (F.least if not reverse else F.greatest)(F.col(_CHUNK), F.col(_EDGE))  # past the edge: the edge's carry
+    events = _join(events.withColumn(_CHUNK, chunk), edges, list(partition))
+    keyed = events.withColumn(_SCANNED, scanned).withColumn(_CHUNK, clamp).drop(_EDGE)
+    joined = _join(keyed, spans, [*partition, _CHUNK]).withColumn(out, combine(_SCANNED, _CARRY))
+    if _POINT in events.columns:
+        joined = joined.where(F.col(_POINT)).drop(_POINT, value)
+    return joined.drop(_CHUNK, _CARRY, _SCANNED)
