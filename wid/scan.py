@@ -24,15 +24,12 @@ def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, .
     before k (after k, when reversed), for every k between the values' first and last chunks;
     ``edges`` gives per partition the chunk past the last (before the first) that still has one."""
     totals = values.withColumn(_CHUNK, chunk).groupBy(*partition, _CHUNK).agg(fn(value).alias(_CARRY))
-    order = Window.partitionBy(*[F.col(c) for c in partition]).orderBy(_CHUNK)
-    if not reverse:  # total through chunk c serves k in [c + 1, next chunk]
-        through = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-        ks = F.sequence(F.col(_CHUNK) + 1, F.coalesce(F.lead(_CHUNK).over(order), F.col(_CHUNK) + 1))
-        edge = F.max(_CHUNK) + 1
-    else:  # total from chunk c on serves k in [previous chunk, c - 1]
-        through = order.rowsBetween(Window.currentRow, Window.unboundedFollowing)
-        ks = F.sequence(F.coalesce(F.lag(_CHUNK).over(order), F.col(_CHUNK) - 1), F.col(_CHUNK) - 1)
-        edge = F.min(_CHUNK) - 1
+    step = -1 if reverse else 1  # reversed: walk the chunks downwards
+    order = Window.partitionBy(*[F.col(c) for c in partition]).orderBy(F.col(_CHUNK).desc() if reverse else _CHUNK)
+    through = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # the total through chunk c serves the chunks after c up to the next chunk with values
+    ks = F.sequence(F.col(_CHUNK) + step, F.coalesce(F.lead(_CHUNK).over(order), F.col(_CHUNK) + step))
+    edge = F.min(_CHUNK) - 1 if reverse else F.max(_CHUNK) + 1
     spans = (totals.select(*partition, ks.alias(_SPAN), fn(_CARRY).over(through).alias(_CARRY))
              .select(*partition, F.explode(_SPAN).alias(_CHUNK), _CARRY))
     return spans, totals.groupBy(*partition).agg(edge.alias(_EDGE))
@@ -64,8 +61,10 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
         events = points.withColumn(_POINT, F.lit(True)).unionByName(
             values.select(*partition, *order, value).withColumn(_POINT, F.lit(False)), allowMissingColumns=True)
     spans, edges = _carry(values, value, chunk, partition, fn, reverse)
-    within = (Window.unboundedPreceding, Window.currentRow) if not reverse else (Window.currentRow, Window.unboundedFollowing)
-    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*order).rowsBetween(*within))
+    # a growing frame (O(1) per row); Spark re-evaluates a frame ending at unboundedFollowing per row
+    ordered = [F.col(c).desc() for c in order] if reverse else order
+    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*ordered)
+                             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     clamp = (F.least if not reverse else F.greatest)(F.col(_CHUNK), F.col(_EDGE))  # past the edge: the edge's carry
     events = _join(events.withColumn(_CHUNK, chunk), edges, list(partition))
     keyed = events.withColumn(_SCANNED, scanned).withColumn(_CHUNK, clamp).drop(_EDGE)
