@@ -3,7 +3,8 @@
 ``spark_process(...)`` runs one JVM class through pyspark's ``bin/spark-class`` or
 ``bin/spark-submit`` (which ``exec`` java, so the child is the JVM itself), waits until it
 listens on its port, and stops it (and anything it forked) on exit. ``connect_server()``
-is a Spark Connect server; ``free_port()`` a loopback port nobody listens on.
+is a Spark Connect server; ``free_port()`` a loopback port nobody listens on;
+``assert_wid_run_matches_local`` checks ``wid run`` against such a server.
 """
 
 from __future__ import annotations
@@ -47,6 +48,21 @@ def spark_env() -> dict[str, str]:
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), path) if p),
     }
+
+
+def assert_wid_run_matches_local(spark, capsys, *target: str) -> None:
+    """``wid run plans/q1_traffic.toml`` with ``target`` (``--master URL`` or ``--remote URL``)
+    in a fresh process prints exactly what it prints on the local session ``spark``."""
+    from wid.cli import main as wid_main
+
+    plan = str(ROOT / "plans" / "q1_traffic.toml")
+    assert wid_main(["run", plan, "--limit", "1000"], spark) == 0
+    local = capsys.readouterr().out
+    run = subprocess.run([sys.executable, "-m", "wid.cli", "run", plan, "--limit", "1000", *target],
+                         env=spark_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout == local
+    assert "rows)" in local
 
 
 def _listening(port: int) -> bool:

@@ -6,16 +6,13 @@ A master and two one-core workers are started on 127.0.0.1 from the installed py
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 
-from connect_server import LOOPBACK, ROOT, free_port, spark_env, spark_process
-from wid.cli import main as wid_main
+from connect_server import LOOPBACK, assert_wid_run_matches_local, free_port, spark_process
 
 pytestmark = pytest.mark.slow
 WORKERS = 2
@@ -44,14 +41,7 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, list[Path]]]:
 
 def test_wid_run_on_a_standalone_cluster_prints_the_local_result(spark, cluster, capsys):
     url, work_dirs = cluster
-    plan = str(ROOT / "plans" / "q1_traffic.toml")
-    assert wid_main(["run", plan, "--limit", "1000"], spark) == 0
-    local = capsys.readouterr().out
-    run = subprocess.run([sys.executable, "-m", "wid.cli", "run", plan, "--limit", "1000", "--master", url],
-                         env=spark_env(), capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert run.stdout == local
-    assert "rows)" in local
+    assert_wid_run_matches_local(spark, capsys, "--master", url)
     # the work ran in executors on both workers, not in the driver
     for work_dir in work_dirs:
         assert list(work_dir.glob("app-*/*/stderr")), f"no executor ran on the worker in {work_dir}"

@@ -24,10 +24,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 import wid
 from wid import punctuate
-from wid.cli import main as wid_main
 from wid.replay import replay
 
-from connect_server import ROOT, connect_server, spark_env
+from connect_server import assert_wid_run_matches_local, connect_server, spark_env
 
 VIEW = "wid_connect_stream"
 SLIDING = f"SELECT seg_id, count(*) AS n, max(speed) AS hi, avg(speed) AS mean FROM {VIEW} " \
@@ -154,14 +153,7 @@ def test_bad_input_gives_the_same_message_on_connect(classic, remote, error):
 
 
 def test_wid_run_remote_prints_the_local_result(classic, server, capsys):
-    plan = str(ROOT / "plans" / "q1_traffic.toml")
-    assert wid_main(["run", plan, "--limit", "1000"], classic) == 0
-    local = capsys.readouterr().out
-    cli = subprocess.run([sys.executable, "-m", "wid.cli", "run", plan, "--limit", "1000", "--remote", server],
-                         env=spark_env(), capture_output=True, text=True, timeout=600)
-    assert cli.returncode == 0, cli.stderr[-3000:]
-    assert cli.stdout == local
-    assert "rows)" in local
+    assert_wid_run_matches_local(classic, capsys, "--remote", server)
 
 
 if __name__ == "__main__":
