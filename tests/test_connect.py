@@ -77,6 +77,13 @@ CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
         spark, f"SELECT seg_id, sum(speed) AS total, min(ts) AS first FROM {VIEW} "
                "[RANGE 10 ROWS SLIDE 5 ROWS WATTR row_num PATTR seg_id]")},
     "replay_embedded": lambda spark: _replay(spark, punctuate.embedded(_punctuations(spark), mode="consistent")),
+    # Arrow/pandas grouped functions: the FCA bins, and SPL's delta chain (row_num never decreases)
+    "slide_by_tuple": lambda spark: {"out": wid.query(
+        spark, f"SELECT seg_id, count(*) AS n, max(speed) AS hi FROM {VIEW} "
+               "[RANGE 5 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] GROUP BY seg_id")},
+    "spl_delta_chain": lambda spark: {"out": wid.query(
+        spark, f"SELECT seg_id, count(*) AS n, max(speed) AS hi FROM {VIEW} "
+               "[sliding, delta(row_num, 20), delta(row_num, 5) partitioned BY seg_id]")},
     "sql": _sql,
 }
 #: Bad input: the same wid message on both sessions.
