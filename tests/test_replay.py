@@ -221,3 +221,8 @@ def test_bad_punctuations_are_named(spark, rows):
         punctuate.slack(1, mode="lenient")
     with pytest.raises(WidError, match="need a 'x' column"):
         wid.replay(spark, QUERY, punctuation=punctuate.embedded(spark.createDataFrame([(1, 2.0)], "row_num long, y double")))
+
+
+def test_replay_of_an_operational_window_is_refused_with_its_kind(spark, rows):
+    with pytest.raises(WidError, match="replay supports sliding, tumbling, landmark and slide-by-tuple windows"):
+        wid.replay(spark, "SELECT k, count(*) AS n FROM s [sliding, count(4), count(2) partitioned BY k]")

@@ -24,10 +24,11 @@ from pyspark.sql import functions as F
 from wid.aggregate import WID, range_aggregate
 from wid.bucket import WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
+from wid.fca.replay import replay as fca_replay
 from wid.punctuate import Generator, Punctuations
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.scan import ROW_CHUNK, WID_CHUNK, running
-from wid.windows import Landmark, Sliding
+from wid.windows import Landmark, SlideByTuple, Sliding
 
 EMIT_ROW = "emit_row"
 _KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
@@ -97,13 +98,12 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     ``punctuation`` (a :mod:`wid.punctuate` generator; None: only the end of the stream; ROWS
     windows: implied by arrival order)."""
     compiled = compile_query(spark, query_text)
-    from wid.fca import replay as fca  # FCA windows: the bins, emitted and purged on punctuation
-    if isinstance(compiled.spec, fca.SlideByTuple):
-        results, late = fca.replay(compiled, punctuation)
+    if isinstance(compiled.spec, SlideByTuple):  # FCA windows: the bins, emitted and purged on punctuation
+        results, late = fca_replay(compiled, punctuation)
         return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)
     spec, tagged = compiled.spec, compiled.tagged
     if not isinstance(spec, (Sliding, Landmark)):
-        raise WidError(f"replay supports sliding, tumbling and landmark windows, not {type(spec).__name__}")
+        raise WidError(f"replay supports sliding, tumbling, landmark and slide-by-tuple windows, not {type(spec).__name__}")
     if "row_num" not in tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
     if spec.positional:

@@ -215,4 +215,5 @@ class _KeyScan:
         data[_LATE] = pa.array(self.row[tuple_of])
         return pa.table(data).select(schema.names).cast(schema)
 
-__all__ = ["EMIT_ROW", "SlideByTuple", "replay"]
+
+__all__ = ["EMIT_ROW", "replay"]
