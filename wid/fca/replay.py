@@ -174,22 +174,28 @@ class _KeyScan:
                 mine = on_time if floor is None else behind[self.bound[behind] == floor]
                 add(bins, self.x[mine], {name: (v[mine], p[mine]) for name, (v, p) in values.items()}, floor)
 
-        def rows(mine: np.ndarray, emit_row: int | None) -> pa.Table:
-            n = int(mine.sum())
+        def rows(mine: np.ndarray, emit_rows: np.ndarray | None) -> pa.Table:
+            n = len(mine)
+            emit = np.full(n, None, dtype=object) if emit_rows is None else emit_rows.astype(object)
             return output(self.part, keys, self.windows[mine], bins.at(self.windows[mine]), aggregates, schema,
-                          **{EMIT_ROW: np.full(n, emit_row, dtype=object), _LATE: np.full(n, None, dtype=object)})
+                          **{EMIT_ROW: emit, _LATE: np.full(n, None, dtype=object)})
 
-        closed = self.closes & ~self.lost
-        for t in np.unique(self.emit[closed]):
-            upto = int(np.searchsorted(self.row, t, side="right"))
-            admit(upto)
-            done = upto
-            out.append(rows(closed & (self.emit == t), int(t)))
-            seen = int(np.searchsorted(self.at, t, side="right"))
+        # windows emitted with no tuple of the key arriving between them are read together: the
+        # purges between them only drop bins below windows already emitted
+        closed = np.flatnonzero(self.closes & ~self.lost)
+        upto_of = np.searchsorted(self.row, self.emit[closed], side="right")  # tuples admitted by then
+        order = np.argsort(upto_of, kind="stable")
+        closed, upto_of = closed[order], upto_of[order]
+        starts = np.flatnonzero(np.r_[True, upto_of[1:] != upto_of[:-1]]) if len(closed) else closed
+        for mine, upto in zip(np.split(closed, starts[1:]), upto_of[starts]):
+            admit(int(upto))
+            done = int(upto)
+            out.append(rows(mine, self.emit[mine]))
+            seen = int(np.searchsorted(self.at, self.emit[mine].max(), side="right"))
             if seen:
                 bins.purge(min(self.reach[seen - 1], self.everyone[seen - 1]))
         admit(len(self.x))
-        out.append(rows(~self.closes & ~self.lost, None))
+        out.append(rows(np.flatnonzero(~self.closes & ~self.lost), None))
         return out
 
     def late(self, keys: list[str], aggregates: list[Aggregate], schema: pa.Schema) -> pa.Table:
