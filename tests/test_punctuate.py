@@ -90,12 +90,13 @@ def test_running_scan_crosses_chunks_and_partitions(spark):
 def test_running_scan_of_separate_values_looks_up_each_point(spark):
     rnd = random.Random(3)
     values = [(rnd.randint(0, 400), rnd.choice("ab"), rnd.randint(-50, 50)) for _ in range(200)]
-    points = [(rnd.randint(-10, 410), rnd.choice("abc"), n) for n in range(150)]
+    points = [(rnd.randint(-10, 410), rnd.choice("abc"), n) for n in range(150)] + [(None, "a", 150)]
     after = F.lit(1).alias("kind")  # a point sees the values at its own i
     got = running(spark.createDataFrame(points, "i long, g string, n long").select("*", after), "v", ["i", "kind"],
                   F.floor(F.col("i") / 16), "m", partition=("g",),
                   values=spark.createDataFrame(values, "i long, g string, v long").select("*", F.lit(0).alias("kind")))
-    want = {(n, max((v for j, h, v in values if h == g and j <= i), default=None)) for i, g, n in points}
+    want = {(n, None if i is None else max((v for j, h, v in values if h == g and j <= i), default=None))
+            for i, g, n in points}  # a point with no place in the order sees nothing
     assert {(r.n, r.m) for r in got.collect()} == want
 
 

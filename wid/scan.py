@@ -19,7 +19,8 @@ _CHUNK, _CARRY, _POINT, _EDGE, _SCANNED, _SPAN = (
     "_wid_chunk", "_wid_carry", "_wid_point", "_wid_edge", "_wid_scanned", "_wid_span")
 
 
-def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, ...], fn, reverse: bool) -> tuple[DataFrame, DataFrame]:
+def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, ...], fn,
+           reverse: bool) -> tuple[DataFrame, DataFrame]:
     """``(spans, edges)``: ``spans`` maps (partition, chunk k) to the total of the values' chunks
     before k (after k, when reversed), for every k between the values' first and last chunks;
     ``edges`` gives per partition the chunk past the last (before the first) that still has one."""
@@ -65,7 +66,8 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
     ordered = [F.col(c).desc() for c in order] if reverse else order
     scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*ordered)
                              .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    clamp = (F.least if not reverse else F.greatest)(F.col(_CHUNK), F.col(_EDGE))  # past the edge: the edge's carry
+    past = F.col(_CHUNK) < F.col(_EDGE) if reverse else F.col(_CHUNK) > F.col(_EDGE)
+    clamp = F.when(past, F.col(_EDGE)).otherwise(F.col(_CHUNK))  # past the edge: the edge's carry; NULL: none
     events = _join(events.withColumn(_CHUNK, chunk), edges, list(partition))
     keyed = events.withColumn(_SCANNED, scanned).withColumn(_CHUNK, clamp).drop(_EDGE)
     joined = _join(keyed, spans, [*partition, _CHUNK]).withColumn(out, combine(_SCANNED, _CARRY))
