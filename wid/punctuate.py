@@ -22,7 +22,7 @@ scans (:func:`wid.scan.running`), never one Spark partition holding the whole st
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import combinations
 
 from pyspark.sql import Column, DataFrame

@@ -103,7 +103,8 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
         return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)
     spec, tagged = compiled.spec, compiled.tagged
     if not isinstance(spec, (Sliding, Landmark)):
-        raise WidError(f"replay supports sliding, tumbling, landmark and slide-by-tuple windows, not {type(spec).__name__}")
+        raise WidError("replay supports sliding, tumbling, landmark and slide-by-tuple windows, "
+                       f"not {type(spec).__name__}")
     if "row_num" not in tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
     if spec.positional:
