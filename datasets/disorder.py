@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from wid.datasets.traffic import _uniform, traffic
-from wid.scan import ROW_CHUNK, running
+from wid.stream.scan import ROW_CHUNK, running
 
 KINDS = ("bounded", "block_sorted")
 _ORDER_CHUNK_SECONDS = 600.0

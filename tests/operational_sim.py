@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wid.spl import Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
+from wid.spec.spl import Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
 
 Row = dict[str, Any]
 

@@ -18,8 +18,9 @@ from pyspark.sql import functions as F
 import wid
 from tests.oracle import Sliding
 from tests.test_windows import register, stream
-from wid.bucket import WID_CLOSED, WID_HI, WID_LO, bucket, bucket_punctuations
-from wid.clause import parse_window
+from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.fcf import bucket, bucket_punctuations
+from wid.spec.clause import parse_window
 from wid.errors import WidError
 
 PYTHON_EVALUATION = ("BatchEvalPython", "ArrowEvalPython")

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 import wid
 from wid import punctuate
-from wid.replay import replay
+from wid.stream.replay import replay
 
 from connect_server import assert_wid_run_matches_local, connect_server, spark_env
 

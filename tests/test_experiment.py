@@ -12,7 +12,7 @@ import wid
 from wid import punctuate
 from wid.cli import main
 from wid.datasets.disorder import block_sorted, bounded_disorder, source_punctuations
-from wid.metrics import extent_metrics, summary
+from wid.stream.metrics import extent_metrics, summary
 
 QUERY = "SELECT seg_id, count(*) AS n FROM d [RANGE 20 SECONDS SLIDE 10 SECONDS WATTR ts] GROUP BY seg_id"
 

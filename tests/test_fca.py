@@ -18,7 +18,8 @@ from pyspark.sql.types import StructField, StructType
 
 import wid
 from tests.oracle import SlideByTuple, evaluate
-from wid import bench, fca
+from wid import bench
+from wid.aggregate import fca
 from wid.query import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"

@@ -25,9 +25,9 @@ import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid import punctuate
 from wid.errors import WidError
-from wid.fca import replay as fca_replay
+from wid.stream.fca_replay import replay as fca_replay
 from wid.query import compile_query
-from wid.replay import Replay
+from wid.stream.replay import Replay
 
 R = 6
 SCHEMA = "row_num long, a long, g string, v long, arrival_ts double"

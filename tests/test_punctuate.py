@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from wid import punctuate
 from wid.errors import WidError
 from wid.query import compile_query
-from wid.scan import running
+from wid.stream.scan import running
 
 SLIDE = 5
 QUERY = f"SELECT k, count(*) AS n FROM p [RANGE 10 SLIDE {SLIDE} WATTR x] GROUP BY k"

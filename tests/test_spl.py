@@ -13,9 +13,9 @@ from operational_sim import aggregate, simulate
 
 import wid
 from wid.errors import WidError
-from wid.operational import compiled, operational_bucket, path
-from wid.positions import beyond
-from wid.spl import parse_spl
+from wid.bucket.spl import compiled, operational_bucket, path
+from wid.bucket.positions import beyond
+from wid.spec.spl import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from wid.aggregate import Aggregate, range_aggregate
-from wid.bucket import WID_HI, WID_LO
+from wid.aggregate.range import Aggregate, range_aggregate
+from wid.bucket.columns import WID_HI, WID_LO
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
-from wid.fca import aggregate as fca_aggregate
-from wid.operational import operational_bucket
+from wid.aggregate.fca import aggregate as fca_aggregate
+from wid.bucket.spl import operational_bucket
 from wid.query import compile_query, query
-from wid.spl import parse_spl
+from wid.spec.spl import parse_spl
 
 VIEW = "traffic"
 

@@ -16,8 +16,8 @@ A plan (see :mod:`wid.plan`) with an ``[experiment]`` table::
     amount = [0, 2, 4, 8]          # one list-valued option is the swept parameter
 
 ``source`` is the stream's own punctuations (:func:`wid.datasets.disorder.source_punctuations`
-for the plan's disorder ``kind``). Every point is one :func:`wid.replay` and one
-:func:`wid.metrics.summary`; only the summary row reaches the driver.
+for the plan's disorder ``kind``). Every point is one :func:`wid.stream.replay` and one
+:func:`wid.stream.metrics.summary`; only the summary row reaches the driver.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
-from wid import punctuate
+from wid.stream import punctuate
 from wid.errors import WidError
-from wid.metrics import summary
+from wid.stream.metrics import summary
 from wid.plan import Plan
 from wid.query import query
-from wid.replay import replay
+from wid.stream.replay import replay
 
 SCHEMES = ("slack", "heartbeat", "ordered_by", "source", "none")
 FIELDS = ["label", "punctuation", "parameter", "value", "extents", "late_rows", "latency", "latency_rows",

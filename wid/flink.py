@@ -1,10 +1,10 @@
 """Flink window discretization (Traub 2015, seed 001) on the range-tag pipeline.
 
-The policies and :class:`Discretization` are in :mod:`wid.flink_policies` (re-exported
+The policies and :class:`Discretization` are in :mod:`wid.spec.flink` (re-exported
 here). :func:`flink_bucket` tags each item with ``wid_lo``/``wid_hi``, the emissions that hold
 it, on one of three paths (:func:`path`): ``columns`` and ``chain`` compute the positions of
-triggers and evictions (:mod:`wid.flink_compile`), ``scan`` replays the buffer event by event
-(:mod:`wid.flink_scan`). One rule for delta policies: the ``chain`` path needs each delta
+triggers and evictions (:mod:`wid.bucket.flink_compile`), ``scan`` replays the buffer event by event
+(:mod:`wid.bucket.flink_scan`). One rule for delta policies: the ``chain`` path needs each delta
 attribute non-decreasing within each buffer, checked on the data (one Spark job).
 """
 
@@ -16,15 +16,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
-from wid.bucket import WID_HI, WID_LO, attribute_type, checked
-from wid.clock import T, T0, TEND, clocked, time_scale
+from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked
+from wid.bucket.clock import T, T0, TEND, clocked, time_scale
 from wid.errors import WidError
-from wid.flink_compile import N, POS, chain, columns
-from wid.flink_policies import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, Eviction,
+from wid.bucket.flink_compile import N, POS, chain, columns
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, Eviction,
                                 Path, PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, Trigger,
                                 cosine, euclidean)
-from wid.flink_scan import scan
-from wid.positions import non_decreasing
+from wid.bucket.flink_scan import scan
+from wid.bucket.positions import non_decreasing
 
 __all__ = ["CountEviction", "CountTrigger", "DeltaEviction", "DeltaTrigger", "Discretization", "Eviction",
            "PunctuationEviction", "PunctuationTrigger", "TimeEviction", "TimeTrigger", "Trigger", "cosine",
@@ -34,7 +34,7 @@ _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 
 def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
     """Checked inputs (numeric delta attributes, boolean markers) and, for time policies, the
-    arrival clock on ``spec.ts`` (:func:`wid.clock.clocked`) with its scale."""
+    arrival clock on ``spec.ts`` (:func:`wid.bucket.clock.clocked`) with its scale."""
     attribute_type(df, "row_num")
     for name in spec.per_group:
         attribute_type(df, name)

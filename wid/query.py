@@ -1,6 +1,6 @@
 """The query front end: ``SELECT ... FROM view [window] [WHERE] [GROUP BY] [HAVING] [ORDER BY] [LIMIT]``.
 
-The window clause in brackets is parsed here (:mod:`wid.clause`); every expression
+The window clause in brackets is parsed here (:mod:`wid.spec.clause`); every expression
 outside it is handed to Spark SQL. ``WHERE`` filters tuples inside their extents (a
 ``ROWS`` window counts positions before it); ``HAVING`` and ``ORDER BY`` refer to the
 output columns.
@@ -15,15 +15,16 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wid import fca
-from wid.aggregate import WID, Aggregate, range_aggregate
-from wid.bucket import bucket
-from wid.clause import parse_window
+from wid.aggregate.fca import aggregate as bins_aggregate
+from wid.bucket import fca
+from wid.aggregate.range import WID, Aggregate, range_aggregate
+from wid.bucket.fcf import bucket
+from wid.spec.clause import parse_window
 from wid.errors import WidError
 from wid.flink import Discretization, flink_bucket
-from wid.operational import operational_bucket
-from wid.spl import SplWindow
-from wid.windows import SlideByTuple, WindowSpec
+from wid.bucket.spl import operational_bucket
+from wid.spec.spl import SplWindow
+from wid.spec.windows import SlideByTuple, WindowSpec
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CLAUSES = ("WHERE", "GROUP BY", "HAVING", "ORDER BY", "LIMIT")
@@ -162,7 +163,7 @@ class CompiledQuery:
     def result(self) -> DataFrame:
         """Exact results: every extent closed, nothing dropped."""
         if isinstance(self.spec, SlideByTuple):
-            return self.finish(fca.aggregate(self.tagged, self.spec, self.keys, self.aggregates))
+            return self.finish(bins_aggregate(self.tagged, self.spec, self.keys, self.aggregates))
         return self.finish(range_aggregate(self.tagged, self.keys, self.aggregates))
 
 

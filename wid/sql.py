@@ -2,7 +2,7 @@
 
 :func:`register` defines session-scoped SQL functions (``CREATE TEMPORARY FUNCTION ...
 RETURN``: SQL, no Python UDF, so they run the same on classic and Spark Connect
-sessions). They are the :class:`wid.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
+sessions). They are the :class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
 (tumbling: r = s), with ``x`` a number or a timestamp as epoch seconds with fraction::
 
     wid_lo(x, r, s)    = floor(x/s)                  first window holding x

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from wid.clock import T, T0, TEND, scaled, time_scale
-from wid.positions import per_partition
-from wid.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
+from wid.bucket.clock import T, T0, TEND, scaled, time_scale
+from wid.bucket.positions import per_partition
+from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
 
 
 class _Subwindow:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from wid.errors import WidError
-from wid.windows import WindowSpec
+from wid.spec.windows import WindowSpec
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"

@@ -18,11 +18,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
 
-from wid.aggregate import WID
-from wid.bucket import attribute_type
+from wid.aggregate.range import WID
+from wid.bucket.columns import attribute_type
 from wid.errors import WidError
-from wid.replay import EMIT_ROW, Replay
-from wid.scan import ROW_CHUNK, WID_CHUNK, running
+from wid.stream.replay import EMIT_ROW, Replay
+from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
 
 TOLERANCE = 1e-9
 _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"

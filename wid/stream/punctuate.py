@@ -16,7 +16,7 @@ window that the punctuation closes for the matching keys. A punctuation with
 ``mode`` says what replay drops of a tuple that is late for some window: ``generous``
 only its contributions to windows already emitted; ``consistent`` all of them.
 Everything is Column expressions and window functions; running maxima are parallel
-scans (:func:`wid.scan.running`), never one Spark partition holding the whole stream.
+scans (:func:`wid.stream.scan.running`), never one Spark partition holding the whole stream.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
-from wid.bucket import WID_CLOSED, WID_X, attribute_type, bucket_punctuations, numeric_value
+from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, numeric_value
+
+from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
-from wid.scan import ROW_CHUNK, running
+from wid.stream.scan import ROW_CHUNK, running
 
 MODES = ("generous", "consistent")
 
@@ -64,7 +66,7 @@ def _time_like(dtype: DataType) -> bool:
 
 
 class Generator(ABC):
-    """A punctuation scheme for :func:`wid.replay`."""
+    """A punctuation scheme for :func:`wid.stream.replay`."""
 
     mode: str
 

@@ -34,15 +34,15 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField
 
-from wid.aggregate import WID, Aggregate
-from wid.bucket import WID_CLOSED, WID_X
+from wid.aggregate.range import WID, Aggregate
+from wid.bucket.columns import WID_CLOSED, WID_X
 from wid.errors import WidError
-from wid.fca.aggregate import CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
+from wid.aggregate.fca import CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
     rattr_value, typed, windows_of
-from wid.fca.bins import Bins, add, columns, output, partials
-from wid.fca.bucket import CHUNK, WID_IN, ids
-from wid.punctuate import Generator, Punctuations
-from wid.windows import Number, SlideByTuple
+from wid.aggregate.bins import Bins, add, columns, output, partials
+from wid.bucket.fca import CHUNK, WID_IN, ids
+from wid.stream.punctuate import Generator, Punctuations
+from wid.spec.windows import Number, SlideByTuple
 
 EMIT_ROW = "emit_row"
 #: The row_num of a late tuple (NULL on result rows); 0 = tuple, 1 = punctuation.
@@ -53,7 +53,7 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
     """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.query.CompiledQuery`)
     under ``punctuation`` (None: only the end of the stream): the results are the aggregate's
     columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``. ``chunk_rows``
-    sizes the chunks of the x axis (:func:`wid.fca.aggregate.chunk_rows_of`)."""
+    sizes the chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`)."""
     tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
     if "row_num" not in tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wid.errors import WidError
-from wid.windows import WindowSpec
+from wid.spec.windows import WindowSpec
 
 Path = Literal["columns", "chain", "scan"]
 

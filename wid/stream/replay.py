@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wid.aggregate import WID, range_aggregate
-from wid.bucket import WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.aggregate.range import WID, range_aggregate
+from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
-from wid.fca.replay import replay as fca_replay
-from wid.punctuate import Generator, Punctuations
+from wid.stream.fca_replay import replay as fca_replay
+from wid.stream.punctuate import Generator, Punctuations
 from wid.query import CompiledQuery, compile_query, resolved
-from wid.scan import ROW_CHUNK, WID_CHUNK, running
-from wid.windows import Landmark, SlideByTuple, Sliding
+from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
+from wid.spec.windows import Landmark, SlideByTuple, Sliding
 
 EMIT_ROW = "emit_row"
 _KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
@@ -95,7 +95,7 @@ def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
 
 def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None) -> Replay:
     """Replay ``query_text`` over its view in ``row_num`` (arrival) order, closing extents by
-    ``punctuation`` (a :mod:`wid.punctuate` generator; None: only the end of the stream; ROWS
+    ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS
     windows: implied by arrival order)."""
     compiled = compile_query(spark, query_text)
     if isinstance(compiled.spec, SlideByTuple):  # FCA windows: the bins, emitted and purged on punctuation

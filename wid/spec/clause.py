@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 
 from wid.errors import WidError
-from wid.spl import is_spl, parse_spl
-from wid.windows import (
+from wid.spec.spl import is_spl, parse_spl
+from wid.spec.windows import (
     Landmark,
     PartitionedTupleSliding,
     SlideByRank,

@@ -3,13 +3,13 @@
 Every SPL window is FIFO per subwindow: a tuple enters once and leaves once, so the
 windows holding it are the consecutive triggers ``wid_lo <= w <= wid_hi`` between its
 insertion and its eviction. Tagging each tuple with that range lets the window-agnostic
-:func:`wid.aggregate.range_aggregate` do the rest. Three ways to tag (:func:`path`):
+:func:`wid.aggregate.range.range_aggregate` do the rest. Three ways to tag (:func:`path`):
 
-* ``columns`` (:func:`wid.spl_compile.columns`): count, time and punct policies, trigger
+* ``columns`` (:func:`wid.bucket.spl_compile.columns`): count, time and punct policies, trigger
   positions in closed form and evictions in arrival order;
-* ``chain`` (:func:`wid.spl_compile.chain`): delta policies on a non-decreasing attribute (the
+* ``chain`` (:func:`wid.bucket.spl_compile.chain`): delta policies on a non-decreasing attribute (the
   delta trigger's triggers form a chain), by binary search per partition;
-* ``scan`` (:func:`wid.spl_scan.scan`): event by event where the windows depend on history:
+* ``scan`` (:func:`wid.bucket.spl_scan.scan`): event by event where the windows depend on history:
   a delta attribute that decreases somewhere, delta eviction with a time trigger, and
   partition eviction policies.
 
@@ -26,13 +26,13 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from wid.bucket import WID_HI, WID_LO, attribute_type, checked, numeric_value
-from wid.clock import T, T0, TEND, clocked, scaled
+from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked, numeric_value
+from wid.bucket.clock import T, T0, TEND, clocked, scaled
 from wid.errors import WidError
-from wid.positions import non_decreasing
-from wid.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, Sliding, SplWindow, Time
-from wid.spl_compile import POS, chain, columns
-from wid.spl_scan import scan
+from wid.bucket.positions import non_decreasing
+from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, Sliding, SplWindow, Time
+from wid.bucket.spl_compile import POS, chain, columns
+from wid.bucket.spl_scan import scan
 
 Path = Literal["columns", "chain", "scan"]
 _DELTA = "_wid_d_"
@@ -42,7 +42,7 @@ _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
     """Checked inputs and the spec on them: each delta attribute as a number ``_wid_d_<attr>``
     (timestamps in microseconds, the delta scaled alike), the punctuation marker a boolean,
-    and for time policies the arrival clock (:func:`wid.clock.clocked`) over the tuples."""
+    and for time policies the arrival clock (:func:`wid.bucket.clock.clocked`) over the tuples."""
     attribute_type(df, "row_num")
     for name in spec.partition_by:
         attribute_type(df, name)

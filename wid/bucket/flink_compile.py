@@ -9,7 +9,7 @@ the item at ``n - a + k n``; a count EP ``max m, delete d`` removes the item at 
 ``floor(pos/d) d + m``), or an active time TP (emission k = tick ``s + (k+1) g``) with count EPs
 deleting one item (evicted at the arrival of ``pos + m``) and time EPs (``x + g_e``).
 
-:func:`chain` (numpy per buffer, :mod:`wid.positions`): one TP that fires on real items
+:func:`chain` (numpy per buffer, :mod:`wid.bucket.positions`): one TP that fires on real items
 at positions computable in advance (count; passive time, ``c(x_j) > c(x_{j-1})``; delta on a
 non-decreasing attribute, the delta chain), and EPs that evict each item at a computable real
 item ``L`` (after that item's trigger): count ``floor(pos/d) d + m``, time ``next_x(pos)`` with
@@ -23,12 +23,12 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket import WID_HI, WID_LO
-from wid.clock import T, T0, TEND, scaled
-from wid.flink_policies import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.clock import T, T0, TEND, scaled
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                                 TimeEviction, TimeTrigger)
-from wid.positions import Tags, beyond, delta_chain, per_partition, ranges
-from wid.windows import floor_div
+from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.spec.windows import floor_div
 
 POS, N = "_wid_pos", "_wid_n"
 

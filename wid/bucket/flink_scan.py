@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from wid.clock import T, T0, TEND, scaled
-from wid.flink_policies import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+from wid.bucket.clock import T, T0, TEND, scaled
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                                 PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger)
-from wid.positions import Tags, per_partition
+from wid.bucket.positions import Tags, per_partition
 
 
 class _Buffer:

@@ -1,9 +1,9 @@
-"""FCA Aggregate: the bins (:mod:`wid.fca.bins`) per key partition, on chunks of the x axis.
+"""FCA Aggregate: the bins (:mod:`wid.aggregate.bins`) per key partition, on chunks of the x axis.
 
 The stream is cut along ``x`` into chunks (a tuple joins every chunk its id range meets),
 so a non-partitioned stream still runs on many Spark tasks; all keys of a chunk share its
 windows. Each chunk is scanned by an Arrow grouped function: per key, its tuples in arrival
-order go into the bins, which are read at the chunk's windows. :mod:`wid.fca.joined` is the
+order go into the bins, which are read at the chunk's windows. :mod:`wid.aggregate.range.joined` is the
 plain Spark SQL formulation; it serves the aggregates the bins do not hold.
 """
 
@@ -32,13 +32,13 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from wid.aggregate import WID, Aggregate
-from wid.bucket import WID_X
+from wid.aggregate.range import WID, Aggregate
+from wid.bucket.columns import WID_X
 from wid.errors import WidError
-from wid.fca.bins import Bins, add, columns, output, partials
-from wid.fca.bucket import CHUNK, HOME, WID_IN, WID_WINDOW, chunked, contributes, ids
-from wid.fca.joined import joined_aggregate
-from wid.windows import Number, SlideByTuple
+from wid.aggregate.bins import Bins, add, columns, output, partials
+from wid.bucket.fca import CHUNK, HOME, WID_IN, WID_WINDOW, chunked, contributes, ids
+from wid.aggregate.joined import joined_aggregate
+from wid.spec.windows import Number, SlideByTuple
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket import attribute_type, checked, numeric_value
+from wid.bucket.columns import attribute_type, checked, numeric_value
 
 T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
 

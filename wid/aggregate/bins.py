@@ -16,8 +16,8 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from wid.aggregate import WID, Aggregate
-from wid.windows import Number
+from wid.aggregate.range import WID, Aggregate
+from wid.spec.windows import Number
 
 #: Tuples per batch of :meth:`Bins.add`.
 BATCH = 1 << 16

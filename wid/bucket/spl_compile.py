@@ -16,7 +16,7 @@ sliding count(n), time(q)  lo = floor((t - T0)/q), hi = floor((t[pos+n] - T0)/q)
 sliding time(p), time(q)   lo = floor((t - T0)/q), hi = floor((t + p - T0)/q) - 1
 =========================  ====================================================================
 
-:func:`chain` (numpy per partition, :mod:`wid.positions`) for delta policies on a
+:func:`chain` (numpy per partition, :mod:`wid.bucket.positions`) for delta policies on a
 non-decreasing attribute, in the policies' own comparison ``v_j - v_i > d``: the triggers
 (flushes) of a delta trigger (tumbling delta) are the delta chain ``p_k``; a tuple is last in
 the window triggered at ``L = pos + n`` (count(n) eviction), ``next_a(pos)`` (delta(a, d)
@@ -31,11 +31,11 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket import WID_HI, WID_LO
-from wid.clock import T, T0, TEND, scaled, time_scale
-from wid.positions import Tags, beyond, delta_chain, per_partition, ranges
-from wid.spl import ARRIVAL_TS, Count, Delta, Punct, Sliding, SplWindow, Time, Tumbling
-from wid.windows import floor_div
+from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.clock import T, T0, TEND, scaled, time_scale
+from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, Sliding, SplWindow, Time, Tumbling
+from wid.spec.windows import floor_div
 
 POS, _N = "_wid_pos", "_wid_n"
 

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from wid.bucket import WID_HI, WID_LO
+from wid.bucket.columns import WID_HI, WID_LO
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]

@@ -13,8 +13,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from wid.bucket import WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
-from wid.windows import Number, SlideByRank, SlideByRows, SlideByTuple, floor_div
+from wid.bucket.columns import WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
+from wid.spec.windows import Number, SlideByRank, SlideByRows, SlideByTuple, floor_div
 
 #: The tuple defines a window: its ``x`` is a window-id.
 WID_WINDOW = "wid_window"

@@ -1,0 +1,1 @@
+"""Window kinds and their grammars: the paper's clause, SPL clauses, Flink policies."""

@@ -1,0 +1,1 @@
+"""Streams: punctuation generators, replay, running scans, metrics."""
