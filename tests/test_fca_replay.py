@@ -25,7 +25,7 @@ import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid import punctuate
 from wid.errors import WidError
-from wid.stream.fca_replay import replay as fca_replay
+from wid.stream import fca_replay
 from wid.query import compile_query
 from wid.stream.replay import Replay
 
