@@ -35,7 +35,8 @@ import re
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
-from wid.query import _mask, query
+from wid.query import query
+from wid.text import window_span
 
 #: Argument type of the SQL functions: 21 integer digits (any long) and nanoseconds.
 _NUMBER = "DECIMAL(30, 9)"
@@ -63,7 +64,6 @@ _CREATE_VIEW = re.compile(
     r"(IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+",
     re.IGNORECASE,
 )
-_WINDOWED_FROM = re.compile(r"\bFROM\s+[A-Za-z_][\w.]*\s*\[", re.IGNORECASE)
 
 
 def register(spark: SparkSession) -> None:
@@ -84,9 +84,9 @@ def create_view(spark: SparkSession, name: str, query_text: str, replace: bool =
 
 def is_window_query(statement: str) -> bool:
     """Whether ``statement`` reads a stream through a window clause: ``FROM view [ ... ]``
-    outside quotes and parentheses (text that does not balance is left to Spark SQL)."""
+    outside quotes, comments and parentheses (text that does not balance is left to Spark SQL)."""
     try:
-        return _WINDOWED_FROM.search(_mask(statement)) is not None
+        return window_span(statement) is not None
     except WidError:
         return False
 

@@ -28,7 +28,7 @@ from wid.spec.windows import (
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
-_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|[A-Za-z_][A-Za-z0-9_.]*|\(|\)|\S)")
+_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`[^`]+`|[^\W\d][\w.]*|\(|\)|\S)")
 _KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR")
 
 
@@ -95,8 +95,8 @@ def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str |
     words = params.get(keyword)
     if words is None:
         return None
-    if len(words) == 1 and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", words[0]):
-        return words[0]
+    if len(words) == 1 and re.fullmatch(r"[^\W\d]\w*|`[^`]+`", words[0]):
+        return words[0].strip("`")
     if keyword == "SATTR" and len(words) == 4 and words[0].lower() == "rank" and words[1] == "(" and words[3] == ")":
         return f"rank({words[2]})"
     raise WidError(f"{keyword} needs a column name, got {' '.join(words) or 'nothing'} in [{clause}]")
