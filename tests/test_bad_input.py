@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.errors import PySparkException
 
@@ -129,3 +131,84 @@ def test_null_row_num_fails_a_rows_window(spark):
     rows = [(3, 0, 1.5, 0), (None, 0, 2.0, 0), (20, 1, 2.0, 0)]
     _fails_naming_the_tuple(spark, rows, "row_num long, k long, x double, t_us long",
                             "RANGE 2 ROWS SLIDE 1 ROWS WATTR row_num", "NULL")
+
+
+# --- query text (issue 11): comments, names, LIMIT, ';', quoted and unicode names ------------------------
+
+#: ``k, count(*) AS n`` over view ``s`` in [RANGE 5 SLIDE 2 WATTR x], worked by hand: x = 1.5 lies in
+#: (w+1)2 - 5 <= 1.5 < (w+1)2 for w = 0, 1, 2; x = -2.25 for w = -2, -1, 0.
+COUNTS = {(0, 0, 1), (1, 0, 1), (2, 0, 1), (-2, 1, 1), (-1, 1, 1), (0, 1, 1)}
+
+
+def _exactly(message: str) -> str:
+    return "^" + re.escape(message) + "$"
+
+
+def _rows(result) -> set[tuple]:
+    return {tuple(row) for row in result.collect()}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT k, count(*) AS n /* ] [ */ FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k",
+        "SELECT k, count(*) AS n FROM s [RANGE 5 -- five ]\n SLIDE 2 /* ] [ */ WATTR x] GROUP BY k",
+        "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] -- by key ]\n GROUP BY k /* done */",
+        "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k;",
+        "SELECT `k`, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k",
+        "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR é] GROUP BY k",
+        "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR `x y`] GROUP BY `k`",
+    ],
+    ids=["comment-in-select", "comments-in-brackets", "comments-after-brackets", "trailing-semicolon",
+         "backquoted-first-item", "unicode-wattr", "backquoted-wattr"],
+)
+def test_comments_semicolon_quoted_and_unicode_names_read_as_written(spark, view, text):
+    spark.table("s").selectExpr("*", "x AS `é`", "x AS `x y`").createOrReplaceTempView("s_names")
+    result = wid.query(spark, text.replace("FROM s ", "FROM s_names "))
+    assert result.columns == ["wid", "k", "n"]
+    assert _rows(result) == COUNTS
+
+
+@pytest.mark.parametrize(
+    "select, message",
+    [
+        ("k, count(*) AS n, max(x) AS n", "output name 'n' given twice in SELECT: give each item its own alias"),
+        ("k, count(*) AS N, max(x) AS n", "output name 'n' given twice in SELECT: give each item its own alias"),
+        ("k, count(*) AS k", "output name 'k' given twice in SELECT: give each item its own alias"),
+        ("k, count(*) AS wid", "output name 'wid' is a column wid adds (wid, window_start, window_end, emit_row): "
+                               "choose another alias"),
+        ("k AS window_start, count(*) AS n", "output name 'window_start' is a column wid adds "
+                                             "(wid, window_start, window_end, emit_row): choose another alias"),
+        ("k, max(x) AS window_end", "output name 'window_end' is a column wid adds "
+                                    "(wid, window_start, window_end, emit_row): choose another alias"),
+        ("k, count(*) AS emit_row", "output name 'emit_row' is a column wid adds "
+                                    "(wid, window_start, window_end, emit_row): choose another alias"),
+        ("k, max(count(*)) AS m", "nested aggregate in select item 'max(count(*))': a window query computes each "
+                                  "aggregate over the tuples of an extent, not over another aggregate"),
+    ],
+)
+def test_duplicate_or_reserved_output_names_and_nested_aggregates(spark, view, select, message):
+    with pytest.raises(WidError, match=_exactly(message)):
+        query(spark, "RANGE 5 SLIDE 2 WATTR x", select)
+
+
+@pytest.mark.parametrize(
+    "rest, message",
+    [
+        ("GROUP BY k LIMIT 99999999999999999999",
+         "LIMIT must be at most 2147483647 (Spark's limit is an int), got 99999999999999999999"),
+        ("GROUP BY k LIMIT -1", "LIMIT needs a whole number, got '-1'"),
+        ("GROUP BY k; SELECT 1", "a window query is one statement, text follows its ';': "
+                                 "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k; SELECT 1"),
+        ("GROUP BY k UNION SELECT 1", "a window query is one SELECT: "
+                                      "SELECT k, count(*) AS n FROM s [RANGE 5 SLIDE 2 WATTR x] GROUP BY k UNION SELECT 1"),
+    ],
+)
+def test_limit_and_statement_end_named_clearly(spark, view, rest, message):
+    with pytest.raises(WidError, match=_exactly(message)):
+        query(spark, "RANGE 5 SLIDE 2 WATTR x", rest=rest)
+
+
+def test_an_unknown_unicode_attribute_is_named(spark, view):
+    with pytest.raises(WidError, match=r"^unknown column 'vélo' \(columns: row_num, k, x, name, ts\)$"):
+        query(spark, "RANGE 5 SLIDE 2 WATTR vélo")
