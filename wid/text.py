@@ -119,18 +119,24 @@ class _Text:
             if token.token_type is not TokenType.FROM or self.depth[i]:
                 continue
             j = i + 1
-            while j < len(self.at) and (self.at[j].token_type in (TokenType.IDENTIFIER, TokenType.DOT)
-                                        or self.at[j].text.isidentifier()):
+            while j < len(self.at) and self._name(j):
                 j += 1
             if i + 1 < j < len(self.at) and self.at[j].token_type is TokenType.L_BRACKET:
                 close = next(k for k in range(j + 1, len(self.at)) if not self.depth[k])
                 return i, j, close
         return None
 
+    def _name(self, i: int) -> bool:
+        """Token ``i`` is part of a (dotted, maybe backquoted) name: a word, a keyword, ``.``."""
+        kind = self.at[i].token_type
+        word = kind is not TokenType.STRING and self.at[i].text.isidentifier()
+        return word or kind in (TokenType.IDENTIFIER, TokenType.DOT)
+
     def query(self) -> WindowQuery:
         found = self.window()
         if found is None or self.at[0].token_type is not TokenType.SELECT:
-            raise WidError("expected SELECT <items> FROM <view> [<window clause>] ...; got: " + " ".join(self.text.split()))
+            raise WidError("expected SELECT <items> FROM <view> [<window clause>] ...; got: "
+                           + " ".join(self.text.split()))
         from_, open_, close = found
         end = len(self.at) - 1
         while end > close and self.at[end].token_type is TokenType.SEMICOLON:
