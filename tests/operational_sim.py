@@ -147,12 +147,12 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
 
 
 def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]]:
-    """``(group key, wid, content)`` of every non-empty emission of a ``wid.flink.Discretization``
+    """``(group key, wid, content)`` of every non-empty emission of a ``wid.spec.flink.Discretization``
     (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
     emission at the end). Every group's buffer exists from the start and sees every tick of the
     active time TPs; a passive time TP keeps the thesis's ``startTime``: a real item at
     ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``."""
-    from wid.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
+    from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
                            PunctuationTrigger, TimeEviction, TimeTrigger)
 
     rows = sorted(rows, key=lambda r: r["row_num"])

@@ -8,9 +8,11 @@ import random
 import pytest
 from operational_sim import aggregate, simulate_flink
 
-from wid import flink
+import wid
+from wid.bucket.flink import path
 from wid.errors import WidError
-from wid.flink import (
+from wid.spec import flink
+from wid.spec.flink import (
     CountEviction,
     CountTrigger,
     DeltaEviction,
@@ -35,8 +37,8 @@ def stream(spark, rows):
 
 def windows(spark, d, keyed=False):
     key = "k, " if keyed else ""
-    out = flink.query(spark, f"SELECT wid, {key}sort_array(collect_list(row_num)) AS ids FROM s [flink]"
-                             + (" GROUP BY k" if keyed else ""), d)
+    out = wid.query(spark, f"SELECT wid, {key}sort_array(collect_list(row_num)) AS ids FROM s [flink]"
+                           + (" GROUP BY k" if keyed else ""), d)
     return {((r.k, r.wid) if keyed else r.wid): list(r.ids) for r in out.collect()}
 
 
@@ -72,7 +74,7 @@ def test_passive_time_trigger_borders_follow_the_items(spark):
     [5,11) (the thesis's [2,9), [6,11) evicts ts <= now - 4; wid pins ts < now - 4)."""
     stream(spark, [{"row_num": i, "arrival_ts": t} for i, t in enumerate([1, 2, 4, 5, 9, 11])])
     d = Discretization([TimeTrigger(2, delay=2, start=0, active=False)], [TimeEviction(4)])
-    assert flink.path(spark.table("s"), d) == "chain"
+    assert path(spark.table("s"), d) == "chain"
     # {1,2} at 4; {1,2,4,5} at 9 (the border 6 and 8 pass unseen); {5,9} at 11; the end emits {9,11}
     assert windows(spark, d) == {0: [0, 1], 1: [0, 1, 2, 3], 2: [3, 4], 3: [4, 5]}
     active = windows(spark, Discretization([TimeTrigger(2, delay=2, start=0)], [TimeEviction(4)]))
@@ -108,8 +110,8 @@ def test_thesis_queries_compile_and_match_the_simulator(spark, name, d):
     assert d.compiled, name
     if name.startswith("Q5"):  # scale 1M / 10 min down to this stream: 40 items, 60 s
         d = Discretization([TimeTrigger(30)], [CountEviction(40), TimeEviction(60)])
-    out = flink.query(spark, "SELECT wid, k, count(*) AS n, max(v) AS hi, min(row_num) AS first, "
-                             "max(row_num) AS last FROM s [flink] GROUP BY k", d)
+    out = wid.query(spark, "SELECT wid, k, count(*) AS n, max(v) AS hi, min(row_num) AS first, "
+                           "max(row_num) AS last FROM s [flink] GROUP BY k", d)
     got = {(r.k, r.wid, r.n, r.hi, r.first, r.last) for r in out.collect()}
     expected = set()
     for key, w, content in simulate_flink(rows, d):
@@ -209,11 +211,11 @@ def test_engine_matches_the_simulator(spark, d, expected, ordered):
         rows.append({"row_num": 2 * i + rng.randint(0, 1), "v": v, "k": rng.choice("abc"), "arrival_ts": t,
                      "punct": rng.random() < 0.1})
     rows = stream(spark, rows)
-    assert flink.path(spark.table("s"), d) == (expected if ordered else "scan")
+    assert path(spark.table("s"), d) == (expected if ordered else "scan")
     keyed = bool(d.per_group)
     key = "k, " if keyed else ""
-    out = flink.query(spark, f"SELECT wid, {key}count(*) AS n, sum(v) AS total, min(row_num) AS lo, "
-                             f"max(row_num) AS hi FROM s [flink]" + (" GROUP BY k" if keyed else ""), d)
+    out = wid.query(spark, f"SELECT wid, {key}count(*) AS n, sum(v) AS total, min(row_num) AS lo, "
+                           f"max(row_num) AS hi FROM s [flink]" + (" GROUP BY k" if keyed else ""), d)
     got = {(*([r.k] if keyed else []), r.wid, r.n, r.total, r.lo, r.hi) for r in out.collect()}
     expected_windows = {(*w, ids[0], ids[-1]) for *w, ids in aggregate(simulate_flink(rows, d))}
     assert got == expected_windows

@@ -5,9 +5,9 @@ by them, punctuations decide when an extent is complete.
 """
 
 from wid.errors import WidError
-from wid.stream import punctuate
 from wid.query import query
-from wid.stream.replay import Replay, replay
 from wid.sql import create_view, register, run_sql
+from wid.stream import punctuate
+from wid.stream.replay import Replay, replay
 
 __all__ = ["WidError", "query", "register", "create_view", "run_sql", "punctuate", "replay", "Replay"]

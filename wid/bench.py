@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from wid.aggregate.fca import aggregate as fca_aggregate
 from wid.aggregate.range import Aggregate, range_aggregate
 from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.spl import operational_bucket
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
-from wid.aggregate.fca import aggregate as fca_aggregate
-from wid.bucket.spl import operational_bucket
 from wid.query import compile_query, query
 from wid.spec.spl import parse_spl
 

@@ -25,9 +25,9 @@ from pyspark.sql.types import NumericType
 from wid import bench, experiment
 from wid.errors import WidError
 from wid.plan import Plan
-from wid import flink
 from wid.query import WindowQuery, query
 from wid.session import local_session, remote_session
+from wid.spec.flink import from_dict
 
 BAD_INPUT = 2
 _WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     spark = session()
     source = plan.register(spark, args.rows)
     # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink]
-    out = flink.query(spark, plan.query, plan.sections["flink"]) if "flink" in plan.sections else query(spark, plan.query)
+    out = query(spark, plan.query, from_dict(plan.sections["flink"]) if "flink" in plan.sections else None)
     if args.out:
         writer = out.write.mode("errorifexists")
         (writer.option("header", True).csv if args.format == "csv" else writer.parquet)(args.out)

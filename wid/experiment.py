@@ -30,11 +30,11 @@ from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
-from wid.stream import punctuate
 from wid.errors import WidError
-from wid.stream.metrics import summary
 from wid.plan import Plan
 from wid.query import query
+from wid.stream import punctuate
+from wid.stream.metrics import summary
 from wid.stream.replay import replay
 
 SCHEMES = ("slack", "heartbeat", "ordered_by", "source", "none")

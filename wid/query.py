@@ -15,16 +15,11 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from wid.aggregate.fca import aggregate as bins_aggregate
-from wid.bucket import fca
-from wid.aggregate.range import WID, Aggregate, range_aggregate
-from wid.bucket.fcf import bucket
-from wid.spec.clause import parse_window
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import WID
 from wid.errors import WidError
-from wid.flink import Discretization, flink_bucket
-from wid.bucket.spl import operational_bucket
-from wid.spec.spl import SplWindow
-from wid.spec.windows import SlideByTuple, WindowSpec
+from wid.spec.clause import parse_window
+from wid.spec.windows import WindowSpec
 from wid.text import WindowQuery
 
 
@@ -57,9 +52,7 @@ class CompiledQuery:
 
     def result(self) -> DataFrame:
         """Exact results: every extent closed, nothing dropped."""
-        if isinstance(self.spec, SlideByTuple):
-            return self.finish(bins_aggregate(self.tagged, self.spec, self.keys, self.aggregates))
-        return self.finish(range_aggregate(self.tagged, self.keys, self.aggregates))
+        return self.finish(self.spec.aggregate(self.tagged, self.keys, self.aggregates))
 
 
 def _sort_key(item: str):
@@ -70,7 +63,7 @@ def _sort_key(item: str):
 
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
-    ``spec`` (e.g. a :class:`wid.flink.Discretization`) replaces the window clause's own."""
+    ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own."""
     parsed = WindowQuery.parse(text)
     spec = parse_window(parsed.window) if spec is None else spec
     try:
@@ -80,16 +73,9 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
         raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
     if WID in [c.lower() for c in source.columns]:
         raise WidError(f"view {parsed.source!r} already has a column named {WID!r}")
-    forward = isinstance(spec, SlideByTuple)  # FCA: window-ids come from the whole stream
-    if isinstance(spec, SplWindow):  # operational windows: ranges of trigger numbers
-        tagged = operational_bucket(source, spec)
-    elif isinstance(spec, Discretization):
-        tagged = flink_bucket(source, spec)
-    else:
-        tagged = fca.bucket(source, spec) if forward else bucket(source, spec)
+    tagged = spec.bucket(source)
     if parsed.where:
-        where = F.expr(parsed.where)
-        tagged = tagged.withColumn(fca.WID_IN, where) if forward else tagged.where(where)
+        tagged = spec.where(tagged, F.expr(parsed.where))
 
     keys: dict[str, str] = {}  # normalised expression -> key column
     columns = {c.lower(): c for c in source.columns}
@@ -140,6 +126,8 @@ def resolved(build, *args) -> DataFrame:
     return out
 
 
-def query(spark: SparkSession, text: str) -> DataFrame:
-    """The exact result of a window query: a ``wid`` column, the selected keys and aggregates."""
-    return resolved(lambda: compile_query(spark, text).result())
+def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> DataFrame:
+    """The exact result of a window query: a ``wid`` column, the selected keys and aggregates.
+    ``window`` replaces the query's window clause, e.g. a :class:`wid.spec.flink.Discretization`
+    for the clause ``[flink]``."""
+    return resolved(lambda: compile_query(spark, text, window).result())

@@ -16,8 +16,9 @@ import math
 import numpy as np
 import pyarrow as pa
 
-from wid.aggregate.range import WID, Aggregate
-from wid.spec.windows import Number
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import WID
+from wid.spec.numbers import Number
 
 #: Tuples per batch of :meth:`Bins.add`.
 BATCH = 1 << 16

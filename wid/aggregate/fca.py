@@ -32,12 +32,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from wid.aggregate.range import WID, Aggregate
-from wid.bucket.columns import WID_X
-from wid.errors import WidError
 from wid.aggregate.bins import Bins, add, columns, output, partials
-from wid.bucket.fca import CHUNK, HOME, WID_IN, WID_WINDOW, chunked, contributes, ids
 from wid.aggregate.joined import joined_aggregate
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X
+from wid.bucket.fca import CHUNK, HOME, chunked, contributes, ids
+from wid.errors import WidError
 from wid.spec.windows import Number, SlideByTuple
 
 #: Tuples per chunk the bins formulation aims at.

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.aggregate.range import WID, Aggregate
-from wid.bucket.columns import WID_X
-from wid.bucket.fca import CHUNK, WID_WINDOW, chunked, contributes
-from wid.spec.windows import Number, floor_div
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import WID, WID_WINDOW, WID_X
+from wid.bucket.fca import CHUNK, chunked, contributes
+from wid.spec.numbers import Number, floor_div
 
 
 def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:

@@ -26,7 +26,8 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-WID = "wid"
+from wid.bucket.columns import WID, WID_HI, WID_LO
+
 _LEVEL, _BLOCK = "_wid_level", "_wid_block"
 
 #: A tuple's range as its canonical dyadic blocks: at level k, with l = ceil(lo / 2^k)
@@ -97,7 +98,7 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     def merged(df: DataFrame, by: list[str]) -> DataFrame:
         return df.groupBy(*by).agg(*[merge(name).alias(name) for name, _, merge in partials])
 
-    panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[p.alias(name) for name, p, _ in partials])
+    panes = tagged.groupBy(*keys, WID_LO, WID_HI).agg(*[p.alias(name) for name, p, _ in partials])
     if keys:  # stages 2 and 3 group by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
     names = [name for name, _, _ in partials]
@@ -110,5 +111,5 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
     """The fallback: each tuple once per id of its range, then a plain group-by."""
-    copies = tagged.withColumn(WID, F.explode(F.sequence("wid_lo", "wid_hi")))
+    copies = tagged.withColumn(WID, F.explode(F.sequence(WID_LO, WID_HI)))
     return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])

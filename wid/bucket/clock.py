@@ -20,12 +20,6 @@ def time_scale(df: DataFrame, ts: str) -> int:
     return numeric_value(F.col(ts), attribute_type(df, ts), ts)[1]
 
 
-def scaled(seconds: float, scale: int) -> float:
-    """``seconds * scale``, as a whole number when it is one (exact comparisons on integer clocks)."""
-    value = seconds * scale
-    return int(round(value)) if abs(value - round(value)) < 1e-9 else value
-
-
 def clocked(df: DataFrame, ts: str, counted: Column | None = None) -> DataFrame:
     """``df`` with the clock ``T`` on column ``ts`` (a run-time error names the first row where it
     decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows by default)."""

@@ -1,7 +1,8 @@
-"""Column names of the Bucket stage and helpers on the window attribute, shared by every tagger.
+"""Column names every stage shares, and helpers on the window attribute used by every tagger.
 
 ``wid_lo``/``wid_hi``: the range of window-ids a tuple belongs to; ``wid_x``: the window
-attribute in the units of the ids' arithmetic; ``wid_closed``: a punctuation on wid.
+attribute in the units of the ids' arithmetic; ``wid_closed``: a punctuation on wid;
+``wid``: a window-id in the aggregate's output; ``emit_row``: when a replay emitted a result.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ WID_HI = "wid_hi"
 WID_X = "wid_x"
 #: A punctuation on wid: every window w <= wid_closed is complete.
 WID_CLOSED = "wid_closed"
+#: FCA: the tuple defines a window (its ``x`` is a window-id).
+WID_WINDOW = "wid_window"
+#: FCA: the tuple passes the query's WHERE, so it contributes to extents (it defines windows anyway).
+WID_IN = "wid_in"
+#: The window-id of an output row of the aggregate.
+WID = "wid"
+#: Replay: the row_num of the punctuation on whose arrival a result was emitted (NULL: end of stream).
+EMIT_ROW = "emit_row"
 
 MICROS_PER_SECOND = 10**6
 

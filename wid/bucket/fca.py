@@ -13,13 +13,10 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from wid.bucket.columns import WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
-from wid.spec.windows import Number, SlideByRank, SlideByRows, SlideByTuple, floor_div
+from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, checked, numeric_value
+from wid.spec.numbers import Number, floor_div
+from wid.spec.windows import SlideByTuple
 
-#: The tuple defines a window: its ``x`` is a window-id.
-WID_WINDOW = "wid_window"
-#: The tuple passes the query's WHERE: it contributes to extents (it defines windows anyway).
-WID_IN = "wid_in"
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and whether it holds ``x``.
 CHUNK, HOME = "_wid_chunk", "_wid_home"
 _SLICE, _BEFORE = "_wid_slice", "_wid_before"
@@ -37,10 +34,10 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
     x, _, scaled = ids(df, spec)
     tagged = df.withColumn(WID_X, x)
     tagged = tagged.withColumn(WID_LO, F.col(WID_X)).withColumn(WID_HI, F.col(WID_X) + F.lit(scaled.range))
-    if not isinstance(spec, SlideByRows) or spec.every == 1:
+    if spec.every == 1:
         return tagged.withColumn(WID_WINDOW, F.lit(True))
     attribute_type(df, "row_num")
-    order = [WID_X, "row_num"] if isinstance(spec, SlideByRank) else ["row_num"]
+    order = [WID_X, "row_num"] if spec.ranked else ["row_num"]
     return positioned(tagged, order, "_wid_pos").withColumn(
         WID_WINDOW, F.col("_wid_pos") % F.lit(spec.every) == spec.every - 1).drop("_wid_pos")
 

@@ -23,12 +23,12 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from wid.bucket.clock import T, T0, TEND
 from wid.bucket.columns import WID_HI, WID_LO
-from wid.bucket.clock import T, T0, TEND, scaled
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
-                                TimeEviction, TimeTrigger)
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
-from wid.spec.windows import floor_div
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
+                            TimeTrigger)
+from wid.spec.numbers import floor_div, scaled
 
 POS, N = "_wid_pos", "_wid_n"
 

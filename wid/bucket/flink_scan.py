@@ -12,10 +12,11 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from wid.bucket.clock import T, T0, TEND, scaled
+from wid.bucket.clock import T, T0, TEND
+from wid.bucket.positions import scanned
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
-                                PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger)
-from wid.bucket.positions import Tags, per_partition
+                            PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger)
+from wid.spec.numbers import scaled
 
 
 class _Buffer:
@@ -136,10 +137,4 @@ class Scanner:
 
 def scan(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per buffer (per group, or the stream)."""
-
-    def tag(pdf: pd.DataFrame) -> Tags:
-        scanner = Scanner(spec, pdf, scale)
-        scanner.run()
-        return scanner.lo, scanner.hi
-
-    return per_partition(df, spec.per_group, tag)
+    return scanned(df, spec.per_group, lambda pdf: Scanner(spec, pdf, scale))

@@ -15,6 +15,7 @@ non-decreasing attribute ``v`` the next link is a binary search,
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -88,3 +89,23 @@ def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.D
         return pdf.assign(**{WID_LO: lo, WID_HI: hi})
 
     return df.groupBy(*(partition or (_ALL,))).applyInPandas(run, schema).drop(_ALL)
+
+
+class Scanner(Protocol):
+    """An event-by-event tagger over one partition's rows: :meth:`run` fills ``lo``/``hi``."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+
+    def run(self) -> None: ...
+
+
+def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.DataFrame], Scanner]) -> DataFrame:
+    """``df`` tagged by the ``scanner`` made for each partition's rows (:func:`per_partition`)."""
+
+    def tag(pdf: pd.DataFrame) -> Tags:
+        run = scanner(pdf)
+        run.run()
+        return run.lo, run.hi
+
+    return per_partition(df, partition, tag)

@@ -26,13 +26,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
+from wid.bucket.clock import T, T0, TEND, clocked
 from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked, numeric_value
-from wid.bucket.clock import T, T0, TEND, clocked, scaled
-from wid.errors import WidError
 from wid.bucket.positions import non_decreasing
-from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, Sliding, SplWindow, Time
 from wid.bucket.spl_compile import POS, chain, columns
 from wid.bucket.spl_scan import scan
+from wid.errors import WidError
+from wid.spec.numbers import scaled
+from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, SplWindow, Time
 
 Path = Literal["columns", "chain", "scan"]
 _DELTA = "_wid_d_"
@@ -46,8 +47,7 @@ def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
     attribute_type(df, "row_num")
     for name in spec.partition_by:
         attribute_type(df, name)
-    for role in ("eviction", "trigger"):
-        policy = getattr(spec, role, None)
+    for role, policy in zip(("eviction", "trigger"), spec.policies):
         if isinstance(policy, Delta):
             dtype = attribute_type(df, policy.attr)
             value, factor = numeric_value(F.col(policy.attr), dtype, policy.attr)
@@ -76,7 +76,7 @@ def path(df: DataFrame, spec: SplWindow) -> Path:
     tuples = df if rows is None else df.where(rows)
     if deltas and not all(non_decreasing(tuples, attr, spec.partition_by) for attr in deltas):
         return "scan"
-    if isinstance(spec, Sliding) and isinstance(spec.eviction, Delta) and isinstance(spec.trigger, Time):
+    if spec.sliding and isinstance(spec.eviction, Delta) and isinstance(spec.trigger, Time):
         return "scan"
     return "chain" if deltas else "columns"
 

@@ -31,11 +31,11 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from wid.bucket.clock import T, T0, TEND, time_scale
 from wid.bucket.columns import WID_HI, WID_LO
-from wid.bucket.clock import T, T0, TEND, scaled, time_scale
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
-from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, Sliding, SplWindow, Time, Tumbling
-from wid.spec.windows import floor_div
+from wid.spec.numbers import floor_div, scaled
+from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time
 
 POS, _N = "_wid_pos", "_wid_n"
 
@@ -60,7 +60,7 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions)."""
     part = spec.partition_by
     scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
-    if isinstance(spec, Tumbling) and isinstance(spec.eviction, Punct):
+    if not spec.sliding and isinstance(spec.eviction, Punct):
         marker = F.coalesce(F.col(spec.eviction.marker), F.lit(False)).cast("long")
         seen = F.sum(marker).over(Window.orderBy("row_num").rowsBetween(Window.unboundedPreceding, 0))
         total = F.sum(marker).over(Window.partitionBy())  # the window after the last one is incomplete
@@ -70,7 +70,7 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
         return tagged.withColumn(WID_HI, hi).drop(_N)
     df = df.withColumn(POS, (F.row_number().over(Window.partitionBy(*part).orderBy("row_num")) - 1).cast("long"))
     since_t0 = F.col(T) - F.col(T0)
-    if isinstance(spec, Tumbling):
+    if not spec.sliding:
         if isinstance(spec.eviction, Count):
             n = spec.eviction.n
             wid = floor_div(F.col(POS), n)
@@ -115,13 +115,13 @@ def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
 
     def tag(pdf: pd.DataFrame) -> Tags:
         pos = np.arange(len(pdf))
-        if isinstance(spec, Sliding) and isinstance(spec.trigger, Count):
+        if spec.sliding and isinstance(spec.trigger, Count):
             # delta eviction before the insertion of next(pos); trigger k after inserting (k+1)m - 1
             m = spec.trigger.n
             return pos // m, beyond(pdf[spec.eviction.attr].to_numpy(), spec.eviction.delta) // m - 1
-        policy = spec.eviction if isinstance(spec, Tumbling) else spec.trigger
+        policy = spec.trigger if spec.sliding else spec.eviction
         fires = delta_chain(pdf[policy.attr].to_numpy(), policy.delta)
-        if isinstance(spec, Tumbling):
+        if not spec.sliding:
             wid = np.cumsum(fires, dtype=np.int64)
             return wid, wid if spec.incomplete else np.where(wid < wid[-1], wid, wid - 1)
         eviction = spec.eviction

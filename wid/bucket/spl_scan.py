@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from wid.bucket.clock import T, T0, TEND, scaled, time_scale
-from wid.bucket.positions import per_partition
-from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
+from wid.bucket.clock import T, T0, TEND, time_scale
+from wid.bucket.positions import scanned
+from wid.spec.numbers import scaled
+from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
 
 
 class _Subwindow:
@@ -47,7 +48,7 @@ class Scanner:
 
     # numbering: time ticks and punctuations are numbered over the stream, other triggers per partition
     def _global(self) -> bool:
-        trigger = self.spec.trigger if isinstance(self.spec, Sliding) else self.spec.eviction
+        trigger = self.spec.trigger if self.spec.sliding else self.spec.eviction
         return isinstance(trigger, (Time, Punct))
 
     def next_number(self, sub: _Subwindow) -> int:
@@ -60,10 +61,10 @@ class Scanner:
     def fire(self, sub: _Subwindow) -> None:
         """One trigger (tumbling: flush) of ``sub`` with its current content."""
         number = self.next_number(sub)
-        if isinstance(self.spec, Sliding) and not (self.spec.partial or sub.full):
+        if self.spec.sliding and not (self.spec.partial or sub.full):
             for i in sub.buf:
                 self.lo[i] = number + 1
-        if isinstance(self.spec, Tumbling):
+        if not self.spec.sliding:
             for i in sub.buf:
                 self.hi[i] = number
             sub.buf = []
@@ -88,7 +89,7 @@ class Scanner:
 
     def tick(self) -> None:
         for sub in self.subs.values():
-            if isinstance(self.spec, Sliding):
+            if self.spec.sliding:
                 if isinstance(self.spec.eviction, Time):
                     self.expire(sub, self.t0 + (self.clock + 1) * self.period)
                 if isinstance(self.spec.trigger, Time):
@@ -114,7 +115,7 @@ class Scanner:
         sub = self.subs.get(key)
         if sub is None:
             sub = self.subs[key] = _Subwindow(self.seqs.get(key, 0))
-        if isinstance(spec, Tumbling):
+        if not spec.sliding:
             eviction = spec.eviction
             if isinstance(eviction, Delta):
                 v = self.values[eviction.attr]
@@ -151,7 +152,7 @@ class Scanner:
 
     def run(self) -> None:
         spec, policy = self.spec, self.spec.partition_eviction
-        timed = isinstance(spec.trigger if isinstance(spec, Sliding) else spec.eviction, Time)
+        timed = isinstance(spec.trigger if spec.sliding else spec.eviction, Time)
         for i in range(self.n):
             if self.punct[i]:
                 for sub in self.subs.values():
@@ -173,7 +174,7 @@ class Scanner:
         while timed and self.n and self.t0 + (self.clock + 1) * self.period <= self.tend:  # the stream's clock
             self.tick()
         for sub in self.subs.values():
-            end = self.next_number(sub) - (0 if isinstance(spec, Tumbling) and spec.incomplete and sub.buf else 1)
+            end = self.next_number(sub) - (0 if not spec.sliding and spec.incomplete and sub.buf else 1)
             for i in sub.buf:
                 self.hi[i] = end
 
@@ -182,10 +183,5 @@ def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per partition (per stream with
     partition eviction); punctuation rows stay (untagged) for the caller to drop."""
     scale = time_scale(df, ARRIVAL_TS) if T in df.columns else 1
-
-    def tag(pdf: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        scanner = Scanner(spec, pdf, scale)
-        scanner.run()
-        return scanner.lo, scanner.hi
-
-    return per_partition(df, () if spec.partition_eviction is not None else spec.partition_by, tag)
+    partition = () if spec.partition_eviction is not None else spec.partition_by
+    return scanned(df, partition, lambda pdf: Scanner(spec, pdf, scale))

@@ -13,18 +13,10 @@ from __future__ import annotations
 import re
 
 from wid.errors import WidError
+from wid.spec.numbers import number
 from wid.spec.spl import is_spl, parse_spl
-from wid.spec.windows import (
-    Landmark,
-    PartitionedTupleSliding,
-    SlideByRank,
-    SlideByRows,
-    SlideByTuple,
-    Sliding,
-    Tumbling,
-    TupleSliding,
-    WindowSpec,
-)
+from wid.spec.windows import (Landmark, PartitionedTupleSliding, SlideByRank, SlideByRows, SlideByTuple, Sliding,
+                              Tumbling, TupleSliding, WindowSpec)
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
@@ -48,14 +40,11 @@ def _unit(word: str | None) -> str | None:
     return singular if singular in SECONDS or singular == ROWS else None
 
 
-def _number(token: str, keyword: str, clause: str) -> int | float:
-    try:
-        value = float(token)
-    except ValueError:
-        raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]") from None
+def _amount(token: str, keyword: str, clause: str) -> int | float:
+    value = number(token, keyword, clause)
     if value <= 0:
         raise WidError(f"{keyword} must be positive, got {token} in [{clause}]")
-    return int(value) if value.is_integer() and "." not in token and "e" not in token.lower() else value
+    return value
 
 
 def _parameters(clause: str) -> dict[str, list[str]]:
@@ -87,7 +76,7 @@ def _measure(words: list[str], keyword: str, clause: str) -> tuple[int | float |
         if keyword != "RANGE":
             raise WidError(f"only RANGE may be UNBOUNDED in [{clause}]")
         return None, unit
-    amount = _number(words[0], keyword, clause)
+    amount = _amount(words[0], keyword, clause)
     return (amount * SECONDS[unit] if unit in SECONDS else amount), unit
 
 

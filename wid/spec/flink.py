@@ -22,17 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pyspark.sql import DataFrame
+
 from wid.errors import WidError
+from wid.spec.numbers import positive
 from wid.spec.windows import WindowSpec
 
 Path = Literal["columns", "chain", "scan"]
-
-
-def _positive(name: str, value: Any, whole: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise WidError(f"{name} must be a positive number, got {value!r}")
-    if whole and not isinstance(value, int):
-        raise WidError(f"{name} must be a whole number, got {value!r}")
 
 
 def euclidean(a: Sequence[float], b: Sequence[float]) -> float:
@@ -79,7 +75,7 @@ class CountTrigger:
     start: int = 0
 
     def __post_init__(self) -> None:
-        _positive("CountTrigger every", self.every, whole=True)
+        positive("CountTrigger every", self.every, whole=True)
         if not isinstance(self.start, int) or self.start >= self.every:
             raise WidError(f"CountTrigger start must be a whole number below every={self.every}, got {self.start!r}")
 
@@ -99,7 +95,7 @@ class TimeTrigger:
     active: bool = True
 
     def __post_init__(self) -> None:
-        _positive("TimeTrigger granularity", self.granularity)
+        positive("TimeTrigger granularity", self.granularity)
         if not isinstance(self.delay, (int, float)) or self.delay < 0:
             raise WidError(f"TimeTrigger delay must be >= 0, got {self.delay!r}")
         if not isinstance(self.active, bool):
@@ -127,8 +123,8 @@ class CountEviction:
     delete: int = 1
 
     def __post_init__(self) -> None:
-        _positive("CountEviction max", self.max, whole=True)
-        _positive("CountEviction delete", self.delete, whole=True)
+        positive("CountEviction max", self.max, whole=True)
+        positive("CountEviction delete", self.delete, whole=True)
         if self.delete > self.max:
             raise WidError(f"CountEviction deletes at most max={self.max} items at a time, got {self.delete}")
 
@@ -140,7 +136,7 @@ class TimeEviction:
     granularity: float
 
     def __post_init__(self) -> None:
-        _positive("TimeEviction granularity", self.granularity)
+        positive("TimeEviction granularity", self.granularity)
 
 
 @dataclass(frozen=True)
@@ -183,6 +179,12 @@ class Discretization(WindowSpec):
     def scaled(self, factor: int) -> Discretization:
         return self
 
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""
+        from wid.bucket.flink import flink_bucket
+
+        return flink_bucket(df, self)
+
     @property
     def timed(self) -> bool:
         return any(isinstance(p, (TimeTrigger, TimeEviction)) for p in self.triggers + self.evictions)
@@ -211,3 +213,39 @@ class Discretization(WindowSpec):
     def compiled(self) -> bool:
         """Whether the policies admit a compiled path (:attr:`path` is not ``scan``)."""
         return self.path != "scan"
+
+
+# --- plan tables ----------------------------------------------------------------------------
+
+_TRIGGERS = {"count": CountTrigger, "time": TimeTrigger, "delta": DeltaTrigger, "punctuation": PunctuationTrigger}
+_EVICTIONS = {"count": CountEviction, "time": TimeEviction, "delta": DeltaEviction, "punctuation": PunctuationEviction}
+_FUNCTIONS = {"euclidean": euclidean, "cosine": cosine}
+
+
+def _policy(kinds: dict[str, type], entry: dict[str, Any]) -> Any:
+    options = dict(entry)
+    kind = options.pop("kind", None)
+    if kind not in kinds:
+        raise WidError(f"policy kind must be one of {', '.join(kinds)}, got {kind!r}")
+    if "fn" in options:
+        if options["fn"] not in _FUNCTIONS:
+            raise WidError(f"delta function must be one of {', '.join(_FUNCTIONS)}, got {options['fn']!r}")
+        options["fn"] = _FUNCTIONS[options["fn"]]
+    try:
+        return kinds[kind](**options)
+    except TypeError as error:
+        raise WidError(f"bad options for a {kind} policy: {error}") from None
+
+
+def from_dict(section: dict[str, Any]) -> Discretization:
+    """A discretization from a plan's ``[flink]`` table: ``triggers`` and ``evictions`` as lists of
+    ``{kind = "count"|"time"|"delta"|"punctuation", ...constructor options}``, ``per_group``, ``ts``."""
+    unknown = set(section) - {"triggers", "evictions", "per_group", "ts"}
+    if unknown:
+        raise WidError(f"[flink]: unknown key(s) {', '.join(sorted(unknown))}")
+    return Discretization(
+        tuple(_policy(_TRIGGERS, p) for p in section.get("triggers", [])),
+        tuple(_policy(_EVICTIONS, p) for p in section.get("evictions", [])),
+        tuple(section.get("per_group", ())),
+        section.get("ts", "arrival_ts"),
+    )

@@ -42,7 +42,10 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pyspark.sql import DataFrame
+
 from wid.errors import WidError
+from wid.spec.numbers import number
 from wid.spec.windows import WindowSpec
 
 ARRIVAL_TS = "arrival_ts"
@@ -161,6 +164,12 @@ class SplWindow(WindowSpec):
     def scaled(self, factor: int) -> SplWindow:
         return self
 
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket (:mod:`wid.bucket.spl`): each tuple's range of triggers, from its insertion to its eviction."""
+        from wid.bucket.spl import operational_bucket
+
+        return operational_bucket(df, self)
+
     def _check_partitioning(self) -> None:
         if self.partition_eviction is not None and not self.partition_by:
             raise WidError("a partition eviction policy needs a partitioned window (partitioned BY col)")
@@ -233,14 +242,6 @@ def is_spl(clause: str) -> bool:
     return re.match(r"\s*(tumbling|sliding)\b", clause, re.IGNORECASE) is not None
 
 
-def _number(text: str, what: str, clause: str) -> int | float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise WidError(f"{what} needs a number, got {text!r} in [{clause}]") from None
-    return int(value) if re.fullmatch(r"[-+]?\d+", text.strip()) else value
-
-
 def _flag(text: str, what: str, clause: str) -> bool:
     if text.lower() not in ("true", "false"):
         raise WidError(f"{what} takes true or false, got {text!r} in [{clause}]")
@@ -265,10 +266,10 @@ def _policy(item: str, clause: str) -> Policy | PartitionEviction | tuple[str, b
     if name == "delta":
         if not re.fullmatch(_IDENT, args[0]):
             raise WidError(f"delta(attr, d) needs a column name, got {args[0]!r} in [{clause}]")
-        return Delta(args[0], _number(args[1], "delta", clause))
+        return Delta(args[0], number(args[1], "delta", clause))
     if name.startswith("aggregate"):
         return name, _flag(args[0], match.group(1), clause)
-    value = _number(args[0], match.group(1), clause)
+    value = number(args[0], match.group(1), clause)
     if name in ("count", "partitioncount", "tuplecount") and not isinstance(value, int):
         raise WidError(f"{match.group(1)} needs a whole number, got {args[0]!r} in [{clause}]")
     kind = {"count": Count, "time": Time, "partitionage": PartitionAge, "partitioncount": PartitionCount,

@@ -18,27 +18,12 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from wid.errors import WidError
-
-Number = int | float
-
-
-def floor_div(x: Column, d: Number) -> Column:
-    """``floor(x / d)`` as a long; exact for an integral ``d`` and ``|x| < 2**53``."""
-    if isinstance(d, int):
-        return ((x - F.pmod(x, F.lit(d))) / F.lit(d)).cast("long")
-    return F.floor(x / F.lit(d)).cast("long")
-
-
-def _positive(name: str, value: Number) -> Number:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise WidError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise WidError(f"{name} must be positive, got {value!r}")
-    return value
+from wid.spec import numbers
+from wid.spec.numbers import Number, floor_div, positive
 
 
 def _whole(name: str, value: Number) -> int:
@@ -47,14 +32,15 @@ def _whole(name: str, value: Number) -> int:
     return int(value)
 
 
-def _scaled(value: Number, factor: int) -> Number:
-    """``value * factor``, kept an int when the product is whole (exact id arithmetic)."""
-    product = value * factor
-    return int(round(product)) if abs(product - round(product)) < 1e-9 else product
-
-
 class WindowSpec(ABC):
-    """A window kind. ``wattr`` is the attribute whose value ``x`` places a tuple."""
+    """A window kind. ``wattr`` is the attribute whose value ``x`` places a tuple.
+
+    The kind knows its own stages (as Beam's ``WindowFn.assign``): :meth:`bucket` tags the
+    tuples with ranges of window-ids, :meth:`aggregate` turns them into one row per window,
+    :meth:`replay` replays a query under punctuations. Each family's code lives in
+    :mod:`wid.bucket`, :mod:`wid.aggregate` and :mod:`wid.stream`, imported when called:
+    those stages depend on the specs, never the other way round at import time.
+    """
 
     wattr: str
     #: ``x`` is the 0-based arrival position (in ``wattr`` order), not a value.
@@ -70,13 +56,81 @@ class WindowSpec(ABC):
         """Some values of ``x`` lie in no window (``wid_lo > wid_hi``)."""
         return False
 
+    @property
+    def period(self) -> Number | None:
+        """``s`` when extent(w) ends at ``(w+1)s`` on a value attribute (latency is measured from
+        there, :mod:`wid.stream.metrics`); None for the other kinds."""
+        return None
+
     @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
 
+    @abstractmethod
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket: ``df``'s tuples with ``wid_lo``/``wid_hi``, the windows ``wid_lo <= w <= wid_hi``
+        holding each (tuples in no window are gone)."""
+
+    def closed(self, bound: Column) -> Column:
+        """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""
+        raise WidError(f"punctuations on wid need a window over a value attribute, not {type(self).__name__}")
+
+    def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
+        """Punctuations on ``wattr`` as punctuations on wid: adds ``wid_closed`` (:meth:`closed`)."""
+        from wid.bucket.fcf import bucket_punctuations
+
+        return bucket_punctuations(punctuations, self)
+
+    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        """The query's WHERE on bucketed tuples: only tuples where ``condition`` holds contribute
+        (after Bucket, so a ``ROWS`` window counts the positions of every tuple)."""
+        return tagged.where(condition)
+
+    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
+        """One row per ``(keys, wid)``: the window-agnostic range aggregate (:mod:`wid.aggregate.range`)
+        of ``aggregates`` (:class:`wid.aggregate.range.Aggregate`)."""
+        from wid.aggregate.range import range_aggregate
+
+        return range_aggregate(tagged, keys, aggregates)
+
+    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+        """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
+        under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
+        raise WidError("replay supports sliding, tumbling, landmark and slide-by-tuple windows, "
+                       f"not {type(self).__name__}")
+
+
+class ContextFree(WindowSpec):
+    """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
+    (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``."""
+
+    slide: Number
+
+    @abstractmethod
+    def wids(self, x: Column) -> tuple[Column, Column | None]:
+        """``(wid_lo, wid_hi)`` of a tuple at ``x``; ``wid_hi`` None when the end is open."""
+
+    def closed(self, bound: Column) -> Column:
+        """Largest w whose extent end (w+1)s <= bound: a punctuation at ``bound`` closes all w up to it."""
+        return floor_div(bound, self.slide) - 1
+
+    @property
+    def period(self) -> Number | None:
+        return None if self.positional else self.slide
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        from wid.bucket.fcf import bucket
+
+        return bucket(df, self)
+
+    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+        from wid.stream.fcf_replay import replay
+
+        return replay(compiled, punctuation)
+
 
 @dataclass(frozen=True)
-class Sliding(WindowSpec):
+class Sliding(ContextFree):
     """``[RANGE r SLIDE s WATTR a]``.
 
     extent(w) = {t : (w+1)s - r <= x < (w+1)s};
@@ -88,8 +142,8 @@ class Sliding(WindowSpec):
     wattr: str
 
     def __post_init__(self) -> None:
-        _positive("RANGE", self.range)
-        _positive("SLIDE", self.slide)
+        positive("RANGE", self.range)
+        positive("SLIDE", self.slide)
 
     @property
     def gaps(self) -> bool:
@@ -99,16 +153,12 @@ class Sliding(WindowSpec):
     def wids(self, x: Column) -> tuple[Column, Column]:
         return floor_div(x, self.slide), floor_div(x + F.lit(self.range), self.slide) - 1
 
-    def closed(self, bound: Column) -> Column:
-        """Largest w whose extent end (w+1)s <= bound: a punctuation at ``bound`` closes all w up to it."""
-        return floor_div(bound, self.slide) - 1
-
     def extent(self, w: int) -> tuple[Number, Number]:
         """Half-open ``[start, end)`` of window ``w`` on ``x``."""
         return (w + 1) * self.slide - self.range, (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Sliding:
-        return replace(self, range=_scaled(self.range, factor), slide=_scaled(self.slide, factor))
+        return replace(self, range=numbers.scaled(self.range, factor), slide=numbers.scaled(self.slide, factor))
 
 
 @dataclass(frozen=True)
@@ -158,7 +208,7 @@ class PartitionedTupleSliding(TupleSliding):
 
 
 @dataclass(frozen=True)
-class Landmark(WindowSpec):
+class Landmark(ContextFree):
     """``[RANGE UNBOUNDED SLIDE s WATTR a]``: extent(w) = {t : x < (w+1)s};
     wids(t) = w >= floor(x/s), an open upper end that the end of the stream closes at
     floor(max x / s). With ``rows`` the attribute is the arrival position."""
@@ -168,7 +218,7 @@ class Landmark(WindowSpec):
     rows: bool = False
 
     def __post_init__(self) -> None:
-        _positive("SLIDE", self.slide)
+        positive("SLIDE", self.slide)
         if self.rows:
             object.__setattr__(self, "slide", _whole("SLIDE", self.slide))
 
@@ -180,14 +230,11 @@ class Landmark(WindowSpec):
         """``(floor(x/s), None)``: ``None`` marks the open upper end."""
         return floor_div(x, self.slide), None
 
-    def closed(self, bound: Column) -> Column:
-        return floor_div(bound, self.slide) - 1
-
     def extent(self, w: int) -> tuple[float, Number]:
         return -math.inf, (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Landmark:
-        return replace(self, slide=_scaled(self.slide, factor))
+        return replace(self, slide=numbers.scaled(self.slide, factor))
 
 
 @dataclass(frozen=True)
@@ -197,9 +244,12 @@ class SlideByTuple(WindowSpec):
 
     range: Number
     rattr: str
+    #: Every ``every``-th tuple defines a window (in ``(a, row_num)`` order when ``ranked``, else arrival order).
+    every: ClassVar[int] = 1
+    ranked: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        _positive("RANGE", self.range)
+        positive("RANGE", self.range)
 
     @property
     def wattr(self) -> str:  # type: ignore[override]
@@ -211,7 +261,32 @@ class SlideByTuple(WindowSpec):
         return bound
 
     def scaled(self, factor: int) -> SlideByTuple:
-        return replace(self, range=_scaled(self.range, factor))
+        return replace(self, range=numbers.scaled(self.range, factor))
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi = x + r`` (exclusive) and whether
+        the tuple defines a window; the ids are the windows' values, so no tuple is dropped."""
+        from wid.bucket.fca import bucket
+
+        return bucket(df, self)
+
+    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        """A tuple failing WHERE still defines its window: it is marked (``wid_in``), not dropped."""
+        from wid.bucket.columns import WID_IN
+
+        return tagged.withColumn(WID_IN, condition)
+
+    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
+        """The FCA bins (:mod:`wid.aggregate.fca`): windows are read from the start and end bins."""
+        from wid.aggregate.fca import aggregate
+
+        return aggregate(tagged, self, keys, aggregates)
+
+    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+        """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""
+        from wid.stream.fca_replay import replay
+
+        return replay(compiled, punctuation)
 
 
 @dataclass(frozen=True)
@@ -223,10 +298,12 @@ class SlideByRows(SlideByTuple):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "every", _whole("SLIDE", _positive("SLIDE", self.every)))
+        object.__setattr__(self, "every", _whole("SLIDE", positive("SLIDE", self.every)))
 
 
 @dataclass(frozen=True)
 class SlideByRank(SlideByRows):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
     every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`."""
+
+    ranked: ClassVar[bool] = True

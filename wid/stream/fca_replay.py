@@ -34,17 +34,16 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField
 
-from wid.aggregate.range import WID, Aggregate
-from wid.bucket.columns import WID_CLOSED, WID_X
-from wid.errors import WidError
-from wid.aggregate.fca import CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types, \
-    rattr_value, typed, windows_of
 from wid.aggregate.bins import Bins, add, columns, output, partials
-from wid.bucket.fca import CHUNK, WID_IN, ids
+from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
+                               rattr_value, typed, windows_of)
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_IN, WID_X
+from wid.bucket.fca import CHUNK, ids
+from wid.errors import WidError
+from wid.spec.numbers import Number
 from wid.stream.punctuate import Generator, Punctuations
-from wid.spec.windows import Number, SlideByTuple
 
-EMIT_ROW = "emit_row"
 #: The row_num of a late tuple (NULL on result rows); 0 = tuple, 1 = punctuation.
 _LATE, _KIND, _LAST = "_wid_late", "_wid_kind", "_wid_last"
 
@@ -55,11 +54,6 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
     columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``. ``chunk_rows``
     sizes the chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`)."""
     tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
-    if "row_num" not in tagged.columns:
-        raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
-    if punctuation is not None and not isinstance(punctuation, Generator):
-        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
-                       f"got {punctuation!r}")
     numeric = numeric_types(tagged, aggregates)
     if numeric is None:
         raise WidError("replay of slide-by-tuple windows holds count, sum, avg, min and max of numbers in its bins; "
@@ -222,4 +216,4 @@ class _KeyScan:
         return pa.table(data).select(schema.names).cast(schema)
 
 
-__all__ = ["EMIT_ROW", "replay"]
+__all__ = ["replay"]

@@ -18,10 +18,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
 
-from wid.aggregate.range import WID
-from wid.bucket.columns import attribute_type
+from wid.bucket.columns import EMIT_ROW, WID, attribute_type
 from wid.errors import WidError
-from wid.stream.replay import EMIT_ROW, Replay
+from wid.stream.replay import Replay
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
 
 TOLERANCE = 1e-9
@@ -53,12 +52,12 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
     stream = compiled.tagged
     if clock not in stream.columns:
         raise WidError(f"latency needs an arrival clock: the stream has no {clock!r} column")
-    if compiled.spec.positional or not hasattr(compiled.spec, "slide"):
+    if compiled.spec.period is None:
         raise WidError("latency is measured on windows over a value or time attribute")
     exact = compiled.result().select(*keys, F.col(metric).alias("exact"))
     emitted = rep.results.select(*keys, F.col(metric).alias("emitted"), EMIT_ROW)
     extents = exact.join(emitted, keys, "left")
-    slide = float(compiled.spec.slide)
+    slide = float(compiled.spec.period)
     tuples = stream.select("row_num", _seconds(stream, clock).alias("_wid_clock"))
     last = tuples.agg(F.max("row_num").alias("_wid_last_row"), F.max("_wid_clock").alias("_wid_last_clock"))
 

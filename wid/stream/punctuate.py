@@ -30,8 +30,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
 from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, numeric_value
-
-from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.stream.scan import ROW_CHUNK, running
 
@@ -113,7 +111,7 @@ class Embedded(Generator):
         frame = self.frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
             F.lit("wid: NULL bound in the punctuation with row_num="),
             F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))))).otherwise(bound))
-        frame = bucket_punctuations(frame, compiled.spec).select(
+        frame = compiled.spec.bucket_punctuations(frame).select(
             F.col("row_num").cast("long").alias("row_num"),
             *[F.col(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
         names = tuple(keys[c.lower()] for c in pattern)

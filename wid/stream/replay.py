@@ -1,17 +1,8 @@
 """Batch replay: what a streaming WID query would have emitted, when, and what it missed.
 
-With ``C`` = the largest window closed for a tuple's keys when it arrives (the running max
-of ``wid_closed`` over the earlier punctuations whose pattern matches the tuple, NULL when
-none), a tuple with ids ``[wid_lo, wid_hi]`` is
-
-- late for ``[wid_lo, min(wid_hi, C)]`` (those extents were already emitted), and
-- on time for ``[max(wid_lo, C + 1), wid_hi]``.
-
-Generous punctuation drops only the late part; consistent drops the whole tuple once any of
-it is late. ``results`` is the range aggregate of the on-time ranges, each extent with its
-``emit_row``: the row_num of the first punctuation whose running max reaches it (NULL: end
-of stream). ``late`` holds every dropped contribution, one row per (tuple, window), so for
-``count(*)``: emitted + late = exact, per window and key.
+The query's window kind replays itself (:meth:`wid.spec.windows.WindowSpec.replay`): FCF
+windows by running maxima of the punctuations (:mod:`wid.stream.fcf_replay`), slide-by-tuple
+windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`).
 """
 
 from __future__ import annotations
@@ -19,19 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from wid.aggregate.range import WID, range_aggregate
-from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.bucket.columns import EMIT_ROW
 from wid.errors import WidError
-from wid.stream.fca_replay import replay as fca_replay
-from wid.stream.punctuate import Generator, Punctuations
 from wid.query import CompiledQuery, compile_query, resolved
-from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
-from wid.spec.windows import Landmark, SlideByTuple, Sliding
-
-EMIT_ROW = "emit_row"
-_KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
+from wid.stream.punctuate import Generator
 
 
 @dataclass
@@ -45,91 +28,38 @@ class Replay:
     punctuation: Generator | None
 
 
-def _implied(compiled: CompiledQuery) -> Punctuations:
-    """ROWS windows: the tuple at position x closes window floor((x+1)/s) - 1 of its partition."""
-    slide, names = compiled.spec.slide, tuple(compiled.spec.partition)
-    frame = compiled.tagged.select(
-        "row_num", *names, (F.floor((F.col(WID_X) + 1) / F.lit(slide)) - 1).cast("long").alias(WID_CLOSED))
-    return Punctuations(frame, names, (names,))
-
-
-def _shape(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
-    """The punctuations whose bound (non-NULL) pattern columns are exactly ``shape``."""
-    frame = punctuations.frame
-    for c in punctuations.pattern:
-        frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
-    return frame.select("row_num", *shape, WID_CLOSED)
-
-
-def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
-    """Per (``shape`` keys, ``wid_closed`` = c): ``row_num`` = the first punctuation closing c.
-    Small (one row per window and key), and all a replay needs of the punctuations: the
-    running max of ``wid_closed`` at row r is max{c : first(c) <= r}."""
-    return _shape(punctuations, shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
-
-
-def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations) -> DataFrame:
-    """``tagged`` plus ``_wid_c``: the largest window closed for the tuple's keys before it arrived."""
-    out = tagged.withColumn(_C, F.lit(None).cast("long"))
-    chunk = F.floor(F.col("row_num") / ROW_CHUNK)
-    for i, shape in enumerate(punctuations.shapes):
-        closing = _first(punctuations, shape).withColumn(_KIND, F.lit(1))
-        out = (running(out.withColumn(_KIND, F.lit(0)), WID_CLOSED, ["row_num", _KIND], chunk, f"_wid_c{i}",
-                       values=closing, partition=shape)
-               .withColumn(_C, F.greatest(_C, f"_wid_c{i}")).drop(_KIND, f"_wid_c{i}"))
-    return out
-
-
-def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
-    """``results`` plus ``emit_row``: the least row_num of a matching punctuation closing the
-    row's wid or a later one (a suffix min in wid order)."""
-    out = results.withColumn(EMIT_ROW, F.lit(None).cast("long"))
-    for i, shape in enumerate(punctuations.shapes):
-        closing = _first(punctuations, shape).select(*shape, F.col(WID_CLOSED).alias(WID), F.lit(1).alias(_KIND),
-                                                     F.col("row_num").alias(_AT))
-        out = (running(out.withColumn(_KIND, F.lit(0)), _AT, [WID, _KIND], F.floor(F.col(WID) / WID_CHUNK),
-                       f"_wid_e{i}", values=closing, partition=shape, agg="min", reverse=True)
-               .withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}")).drop(_KIND, f"_wid_e{i}"))
-    return out
-
-
 def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None) -> Replay:
     """Replay ``query_text`` over its view in ``row_num`` (arrival) order, closing extents by
     ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS
-    windows: implied by arrival order)."""
+    windows: implied by arrival order).
+
+    >>> spark.createDataFrame([(0, 1.0, 5), (1, 4.0, 7), (2, 2.5, 1), (3, 9.0, 2)],
+    ...                       "row_num long, ts double, v long").createOrReplaceTempView("r")
+    >>> rep = replay(spark, "SELECT sum(v) AS total FROM r [RANGE 2 SLIDE 2 WATTR ts]",
+    ...              punctuate.slack(1))
+    >>> rep.results.orderBy("wid").show()
+    +---+-----+--------+
+    |wid|total|emit_row|
+    +---+-----+--------+
+    |  0|    5|       1|
+    |  1|    7|       3|
+    |  2|    7|       3|
+    |  4|    2|    NULL|
+    +---+-----+--------+
+    <BLANKLINE>
+    >>> rep.late.select("row_num", "wid").show()
+    +-------+---+
+    |row_num|wid|
+    +-------+---+
+    |      2|  1|
+    +-------+---+
+    <BLANKLINE>
+    """
     compiled = compile_query(spark, query_text)
-    if isinstance(compiled.spec, SlideByTuple):  # FCA windows: the bins, emitted and purged on punctuation
-        results, late = fca_replay(compiled, punctuation)
-        return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)
-    spec, tagged = compiled.spec, compiled.tagged
-    if not isinstance(spec, (Sliding, Landmark)):
-        raise WidError("replay supports sliding, tumbling, landmark and slide-by-tuple windows, "
-                       f"not {type(spec).__name__}")
-    if "row_num" not in tagged.columns:
+    if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
-    if spec.positional:
-        if punctuation is not None:
-            raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
-        punctuations = _implied(compiled)
-    elif punctuation is None:
-        punctuations = Punctuations(tagged.select("row_num", F.lit(None).cast("long").alias(WID_CLOSED)).limit(0),
-                                    (), ((),))
-    else:
-        if not isinstance(punctuation, Generator):
-            raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
-                           f"got {punctuation!r}")
-        punctuations = punctuation.punctuations(compiled)
-    consistent = punctuation is not None and punctuation.mode == "consistent"
-
-    arrived = _closed_at_arrival(tagged, punctuations)
-    late_any = F.col(_C).isNotNull() & (F.col(_C) >= F.col(WID_LO))
-    on_time_lo = F.when(late_any & F.lit(consistent), F.col(WID_HI) + 1).otherwise(
-        F.greatest(WID_LO, F.col(_C) + 1))
-    late_hi = F.when(F.lit(consistent), F.col(WID_HI)).otherwise(F.least(WID_HI, _C))
-    on_time = arrived.withColumn(WID_LO, on_time_lo).where(F.col(WID_LO) <= F.col(WID_HI))
-    aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates)
-    emitted = _emit_rows(aggregated, punctuations)
-
-    source = spark.table(compiled.query.source).columns
-    late = arrived.where(late_any).select(*source, F.explode(F.sequence(WID_LO, late_hi)).alias(WID))
-    return Replay(resolved(compiled.finish, emitted, EMIT_ROW), late, compiled, punctuation)
+    if punctuation is not None and not isinstance(punctuation, Generator):
+        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
+                       f"got {punctuation!r}")
+    results, late = compiled.spec.replay(compiled, punctuation)
+    return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)

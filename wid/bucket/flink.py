@@ -1,0 +1,61 @@
+"""Flink window discretization (Traub 2015, seed 001) on the range-tag pipeline.
+
+The policies and :class:`Discretization` are in :mod:`wid.spec.flink`. :func:`flink_bucket` tags each item with ``wid_lo``/``wid_hi``, the emissions that hold
+it, on one of three paths (:func:`path`): ``columns`` and ``chain`` compute the positions of
+triggers and evictions (:mod:`wid.bucket.flink_compile`), ``scan`` replays the buffer event by event
+(:mod:`wid.bucket.flink_scan`). One rule for delta policies: the ``chain`` path needs each delta
+attribute non-decreasing within each buffer, checked on the data (one Spark job).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, NumericType
+
+from wid.bucket.clock import T, T0, TEND, clocked, time_scale
+from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked
+from wid.bucket.flink_compile import N, POS, chain, columns
+from wid.bucket.flink_scan import scan
+from wid.bucket.positions import non_decreasing
+from wid.errors import WidError
+from wid.spec.flink import Discretization, Path
+
+_PATHS = {"columns": columns, "chain": chain, "scan": scan}
+
+
+def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
+    """Checked inputs (numeric delta attributes, boolean markers) and, for time policies, the
+    arrival clock on ``spec.ts`` (:func:`wid.bucket.clock.clocked`) with its scale."""
+    attribute_type(df, "row_num")
+    for name in spec.per_group:
+        attribute_type(df, name)
+    for policy in spec.triggers + spec.evictions:
+        for attr in getattr(policy, "attrs", ()):
+            dtype = attribute_type(df, attr)
+            if not isinstance(dtype, NumericType):
+                raise WidError(f"delta attribute {attr!r} must be numeric, not {dtype.simpleString()}")
+            df = df.withColumn(attr, checked(F.col(attr), dtype, attr))
+        marker = getattr(policy, "marker", None)
+        if marker is not None and not isinstance(attribute_type(df, marker), BooleanType):
+            raise WidError(f"punctuation marker column {marker!r} must be boolean")
+    if not spec.timed:
+        return df, 1
+    return clocked(df, spec.ts), time_scale(df, spec.ts)
+
+
+def path(df: DataFrame, spec: Discretization) -> Path:
+    """How ``spec`` tags ``df``: :attr:`Discretization.path`, or ``scan`` when a delta attribute of
+    the ``chain`` path decreases somewhere within a buffer."""
+    attrs = {a for p in spec.triggers + spec.evictions for a in getattr(p, "attrs", ())}
+    if spec.path == "chain" and not all(non_decreasing(df, a, spec.per_group) for a in attrs):
+        return "scan"
+    return spec.path
+
+
+def flink_bucket(df: DataFrame, spec: Discretization, how: Path | None = None) -> DataFrame:
+    """``df`` with ``wid_lo``/``wid_hi``: the emissions of ``spec`` that hold each item. ``how``
+    forces a path (for benchmarks and tests; exact only where :func:`path` picks it)."""
+    prepared, scale = _prepared(df, spec)
+    tagged = _PATHS[how or path(prepared, spec)](prepared, spec, scale)
+    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(POS, N, T0, TEND, T)
