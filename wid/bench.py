@@ -10,9 +10,9 @@ warm-up run per case. To add a case, append a :class:`Case` (and, if wanted, a p
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -22,6 +22,7 @@ from wid.aggregate.fca import aggregate as fca_aggregate
 from wid.aggregate.range import Aggregate, range_aggregate
 from wid.bucket.columns import WID_HI, WID_LO
 from wid.bucket.spl import operational_bucket
+from wid.console import aligned, log
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
 from wid.query import compile_query, query
@@ -79,9 +80,20 @@ def check(spark: SparkSession, data: DataFrame, r: int, s: int) -> None:
 
 def seconds(case: Case, spark: SparkSession, data: DataFrame, r: int, s: int) -> float:
     """Wall-clock time to build the case and evaluate it in full (``noop`` sink)."""
-    start = time.perf_counter()
-    case.build(spark, data, r, s).write.format("noop").mode("overwrite").save()
-    return time.perf_counter() - start
+    return _timed(lambda: case.build(spark, data, r, s))
+
+
+@contextmanager
+def _cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[DataFrame]:
+    """``traffic(spark, rows, segments)``, cached, counted and registered as the view ``traffic``
+    while the block runs."""
+    data = traffic(spark, rows, segments).cache()
+    data.count()
+    data.createOrReplaceTempView(VIEW)
+    try:
+        yield data
+    finally:
+        data.unpersist()
 
 
 def bench(
@@ -96,12 +108,10 @@ def bench(
     started = time.perf_counter()
 
     def progress(message: str) -> None:
-        print(f"[{time.perf_counter() - started:7.1f} s] {message}", file=sys.stderr, flush=True)
+        log.info("[%7.1f s] %s", time.perf_counter() - started, message)
 
-    data = traffic(spark, rows, segments).cache()
-    progress(f"generated and cached {data.count()} rows, {segments} segments")
-    data.createOrReplaceTempView(VIEW)
-    try:
+    with _cached(spark, rows, segments) as data:
+        progress(f"generated and cached {data.count()} rows, {segments} segments")
         middle = ratios[len(ratios) // 2]
         check(spark, data, middle * slide, slide)
         progress(f"checked: wid = window() (count, min, max) at range/slide {middle}")
@@ -116,9 +126,6 @@ def bench(
                 times[ratio][case.name] = best
                 progress(f"range/slide {ratio}: {case.name} {best:.2f} s")
         return times
-    finally:
-        data.unpersist()
-
 
 SPL_CLAUSE = "sliding, count(1000), count(10)"
 
@@ -127,26 +134,22 @@ def spl(spark: SparkSession, rows: int, repeat: int = 3) -> dict[str, float]:
     """Best seconds of the SPL clause :data:`SPL_CLAUSE` on the compiled range-tag path (count,
     max and avg speed of the last 1000 readings, every 10 readings), and of the same windows as
     Spark's ``ROWS BETWEEN 999 PRECEDING`` frame kept at every 10th row."""
-    data = traffic(spark, rows).cache()
-    data.count()
-    data.createOrReplaceTempView(VIEW)
     frame = Window.orderBy("row_num").rowsBetween(-999, 0)
-    builds = {
-        "wid": lambda: query(spark, f"SELECT count(*) AS n, max(speed) AS hi, avg(speed) AS mean FROM {VIEW} [{SPL_CLAUSE}]"),
-        "rows frame": lambda: data.select(
-            (F.row_number().over(Window.orderBy("row_num")) - 1).alias("pos"),
-            F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
-            F.avg("speed").over(frame).alias("mean"),
-        ).where(F.col("pos") % 10 == 9),
-    }
-    try:
+    with _cached(spark, rows) as data:
+        builds = {
+            "wid": lambda: query(spark, f"SELECT count(*) AS n, max(speed) AS hi, avg(speed) AS mean "
+                                        f"FROM {VIEW} [{SPL_CLAUSE}]"),
+            "rows frame": lambda: data.select(
+                (F.row_number().over(Window.orderBy("row_num")) - 1).alias("pos"),
+                F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
+                F.avg("speed").over(frame).alias("mean"),
+            ).where(F.col("pos") % 10 == 9),
+        }
         times = {}
         for name, build in builds.items():
-            build().write.format("noop").mode("overwrite").save()  # warm-up
+            _timed(build)  # warm-up
             times[name] = min(_timed(build) for _ in range(repeat))
         return times
-    finally:
-        data.unpersist()
 
 
 SPL_DELTA_CLAUSES = ("sliding, delta(ts, 60), delta(ts, 10)", "tumbling, delta(ts, 60)")
@@ -155,12 +158,9 @@ SPL_DELTA_CLAUSES = ("sliding, delta(ts, 60), delta(ts, 10)", "tumbling, delta(t
 def spl_delta(spark: SparkSession, rows: int, repeat: int = 3) -> dict[tuple[str, str], float]:
     """Best seconds of each clause in :data:`SPL_DELTA_CLAUSES` (count, max and avg speed; ``ts``
     never decreases) on the compiled delta chain and on the sequential scan (same tags checked first)."""
-    data = traffic(spark, rows).cache()
-    data.count()
-    data.createOrReplaceTempView(VIEW)
-    try:
+    aggregates = [Aggregate("n", "count"), Aggregate("hi", "max", "speed"), Aggregate("mean", "avg", "speed")]
+    with _cached(spark, rows) as data:
         times = {}
-        aggregates = [Aggregate("n", "count"), Aggregate("hi", "max", "speed"), Aggregate("mean", "avg", "speed")]
         for clause in SPL_DELTA_CLAUSES:
 
             def build(how: str) -> DataFrame:
@@ -173,8 +173,6 @@ def spl_delta(spark: SparkSession, rows: int, repeat: int = 3) -> dict[tuple[str
             for how in ("chain", "scan"):
                 times[clause, how] = min(_timed(lambda: build(how)) for _ in range(repeat))
         return times
-    finally:
-        data.unpersist()
 
 
 def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> dict[str, float]:
@@ -184,24 +182,22 @@ def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> 
     lower bound ``w - r < u.ts`` (``r - 1`` micros), one row per distinct ts, after checking
     that wid's rows equal the frame's. The cases alternate in each of ``repeat`` rounds, after
     one warm-up round."""
-    data = traffic(spark, rows).cache()
-    data.count()
-    data.createOrReplaceTempView(VIEW)
-    compiled = compile_query(spark, f"SELECT count(*) AS n, max(speed) AS hi FROM {VIEW} "
-                                    f"[RANGE {range_seconds} SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
     frame = Window.orderBy(F.unix_micros("ts")).rangeBetween(-(range_seconds * 10**6 - 1), 0)
+    with _cached(spark, rows) as data:
+        compiled = compile_query(spark, f"SELECT count(*) AS n, max(speed) AS hi FROM {VIEW} "
+                                        f"[RANGE {range_seconds} SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
 
-    def wid_fca(method: str) -> Callable[[], DataFrame]:
-        return lambda: compiled.finish(fca_aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates, method))
+        def wid_fca(method: str) -> Callable[[], DataFrame]:
+            return lambda: compiled.finish(fca_aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates,
+                                                         method))
 
-    builds = {
-        "wid": wid_fca("bins"),
-        "wid sql": wid_fca("sql"),
-        "range frame": lambda: data.select(
-            F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
-        ).dropDuplicates(["wid"]),
-    }
-    try:
+        builds = {
+            "wid": wid_fca("bins"),
+            "wid sql": wid_fca("sql"),
+            "range frame": lambda: data.select(
+                F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
+            ).dropDuplicates(["wid"]),
+        }
         ours, theirs = builds["wid"](), builds["range frame"]()
         if ours.exceptAll(theirs).count() or theirs.exceptAll(ours).count():
             raise RuntimeError(f"wid and the range frame differ at range {range_seconds} s")
@@ -210,8 +206,6 @@ def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> 
             for name, build in builds.items():
                 times[name].append(_timed(build))
         return {name: min(t[1:]) for name, t in times.items()}
-    finally:
-        data.unpersist()
 
 
 def _timed(build: Callable[[], DataFrame]) -> float:
@@ -227,8 +221,7 @@ def report(times: dict[int, dict[str, float]], slide: int) -> str:
         [str(ratio), str(ratio * slide), *(f"{t[c.name]:.2f}" for c in CASES), *(f"{t[a] / t[b]:.2f}" for a, b in RATIOS)]
         for ratio, t in times.items()
     ]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-    lines = ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in [header, *rows]]
+    lines = aligned(header, rows, [True] * len(header))
     low, high = min(times), max(times)
     lines.append(f"wid cost at range/slide {high} vs {low}: {times[high]['wid'] / times[low]['wid']:.2f}x")
     return "\n".join(lines)

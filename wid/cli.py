@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import NumericType
 
 from wid import bench, experiment
+from wid.console import aligned, log
 from wid.errors import WidError
 from wid.plan import Plan
 from wid.query import WindowQuery, query
@@ -70,13 +71,8 @@ def table(df: DataFrame, limit: int) -> str:
     total = df.count()
     rows = [[_cell(v) for v in row] for row in df.limit(limit).collect()]
     numeric = [isinstance(f.dataType, NumericType) for f in df.schema.fields]
-    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(df.columns)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if n else c.ljust(w) for c, w, n in zip(cells, widths, numeric)).rstrip()
-
     shown = f"{total} rows" if len(rows) == total else f"showing {len(rows)} of {total} rows (--limit N for more)"
-    return "\n".join([line(df.columns), line(["-" * w for w in widths]), *map(line, rows), f"({shown})"])
+    return "\n".join([*aligned(df.columns, rows, numeric, rule=True), f"({shown})"])
 
 
 def _cell(value) -> str:
@@ -108,16 +104,21 @@ def parser() -> argparse.ArgumentParser:
 
 
 @contextmanager
-def _quiet_spark_error_logs():
-    """PySpark logs each analysis error it captures with its query context; here it is reported
-    in one line instead."""
+def _logging():
+    """Progress (the ``wid`` logger) on stderr. PySpark logs each analysis error it captures with
+    its query context; here it is reported in one line instead."""
     loggers = [logging.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
     saved = [logger.disabled for logger in loggers]
     for logger in loggers:
         logger.disabled = True
+    progress, level = logging.StreamHandler(sys.stderr), log.level
+    log.addHandler(progress)
+    log.setLevel(logging.INFO)
     try:
         yield
     finally:
+        log.removeHandler(progress)
+        log.setLevel(level)
         for logger, disabled in zip(loggers, saved):
             logger.disabled = disabled
 
@@ -147,7 +148,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         return started[0]
 
     try:
-        with _quiet_spark_error_logs():
+        with _logging():
             return args.command(args, session)
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)

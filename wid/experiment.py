@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
+from wid.console import log
 from wid.errors import WidError
 from wid.plan import Plan
 from wid.query import query
@@ -95,8 +96,7 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
             figures = summary(rep, metric)
             out.append({"label": curve.get("label", scheme), "punctuation": scheme, "parameter": parameter,
                         "value": value, **figures, "seconds": round(time.monotonic() - started, 1)})
-            print(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in out[-1].items()),
-                  flush=True)
+            log.info(", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in out[-1].items()))
     exact.unpersist()
     stream.unpersist()
     return out

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import positive
-from wid.spec.windows import WindowSpec
+from wid.spec.windows import Operational
 
 Path = Literal["columns", "chain", "scan"]
 
@@ -156,7 +156,7 @@ Eviction = CountEviction | TimeEviction | DeltaEviction | PunctuationEviction
 
 
 @dataclass(frozen=True)
-class Discretization(WindowSpec):
+class Discretization(Operational):
     """Trigger and eviction policies of a window operator; ``per_group`` = distributed policies."""
 
     triggers: tuple[Trigger, ...]
@@ -175,9 +175,6 @@ class Discretization(WindowSpec):
     @property
     def partition(self) -> tuple[str, ...]:
         return self.per_group
-
-    def scaled(self, factor: int) -> Discretization:
-        return self
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""

@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import number
-from wid.spec.windows import WindowSpec
+from wid.spec.windows import Operational
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"
@@ -149,7 +149,7 @@ PartitionEviction = PartitionAge | PartitionCount | TupleCount
 
 
 @dataclass(frozen=True)
-class SplWindow(WindowSpec):
+class SplWindow(Operational):
     """An SPL window: per value of ``partition_by`` an independent subwindow."""
 
     partition_by: tuple[str, ...] = ()
@@ -160,9 +160,6 @@ class SplWindow(WindowSpec):
     @property
     def partition(self) -> tuple[str, ...]:
         return self.partition_by
-
-    def scaled(self, factor: int) -> SplWindow:
-        return self
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.spl`): each tuple's range of triggers, from its insertion to its eviction."""

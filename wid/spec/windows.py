@@ -100,6 +100,14 @@ class WindowSpec(ABC):
                        f"not {type(self).__name__}")
 
 
+class Operational(WindowSpec):
+    """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
+    buffers in arrival order (``row_num``), the same in any unit of the attributes."""
+
+    def scaled(self, factor: int) -> Operational:
+        return self
+
+
 class ContextFree(WindowSpec):
     """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
     (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``."""
