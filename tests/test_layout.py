@@ -170,7 +170,8 @@ def test_the_checks_find_what_they_look_for():
         "wid.c": "from wid.spec.windows import Sliding\nfrom wid.spec import spl\n\n"
                  "def g(spec):\n    if isinstance(spec, (int, Sliding)) or isinstance(spec, spl.Tumbling):\n"
                  "        return hasattr(spec, 'slide')\n    return getattr(compiled.spec, 'slide', None)\n",
-        "wid.d": "from wid.c import g\n\ndef h(policy, spec):\n    return isinstance(policy, dict) and getattr(policy, 'x')\n",
+        "wid.d": "from wid.c import g\n\ndef h(policy, spec):\n"
+                 "    return isinstance(policy, dict) and getattr(policy, 'x')\n",
     }
     names = set(made_up)
     assert cycle(module_graph(made_up)) == ["wid.a", "wid.b", "wid.a"]

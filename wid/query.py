@@ -129,5 +129,28 @@ def resolved(build, *args) -> DataFrame:
 def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> DataFrame:
     """The exact result of a window query: a ``wid`` column, the selected keys and aggregates.
     ``window`` replaces the query's window clause, e.g. a :class:`wid.spec.flink.Discretization`
-    for the clause ``[flink]``."""
+    for the clause ``[flink]``.
+
+    A stream of readings (``ts`` places them in windows, ``row_num`` is the arrival order and
+    ``arrival_ts`` the arrival clock, both used by :func:`wid.replay`):
+
+    >>> spark.createDataFrame([(0, 1.0, 1.5, "a", 5), (1, 4.0, 4.5, "a", 7), (2, 2.5, 5.0, "b", 1),
+    ...                        (3, 9.0, 9.5, "a", 2)], "row_num long, ts double, arrival_ts double, k string, v long"
+    ...                       ).createOrReplaceTempView("readings")
+    >>> wid.query(spark, "SELECT k, sum(v) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
+    ...                  "GROUP BY k ORDER BY wid, k").show()
+    +---+---+-----+
+    |wid|  k|total|
+    +---+---+-----+
+    |  0|  a|    5|
+    |  1|  a|    5|
+    |  1|  b|    1|
+    |  2|  a|    7|
+    |  2|  b|    1|
+    |  3|  a|    7|
+    |  4|  a|    2|
+    |  5|  a|    2|
+    +---+---+-----+
+    <BLANKLINE>
+    """
     return resolved(lambda: compile_query(spark, text, window).result())

@@ -67,14 +67,39 @@ _CREATE_VIEW = re.compile(
 
 
 def register(spark: SparkSession) -> None:
-    """Define the window-id SQL functions (see the module docstring) in ``spark``'s session."""
+    """Define the window-id SQL functions (see the module docstring) in ``spark``'s session.
+
+    >>> wid.register(spark)
+    >>> spark.sql("SELECT wid_lo(5, 4, 2) AS lo, wid_hi(5, 4, 2) AS hi, wid_closed(5, 2) AS closed").show()
+    +---+---+------+
+    | lo| hi|closed|
+    +---+---+------+
+    |  2|  3|     1|
+    +---+---+------+
+    <BLANKLINE>
+    """
     for name, (params, body) in FUNCTIONS.items():
         spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({params}) RETURN {body}")
 
 
 def create_view(spark: SparkSession, name: str, query_text: str, replace: bool = True) -> DataFrame:
     """Register temp view ``name`` holding the result of window query ``query_text``
-    (as :func:`wid.query`); returns the view. With ``replace=False`` an existing view is an error."""
+    (as :func:`wid.query`); returns the view. With ``replace=False`` an existing view is an error.
+
+    On the view ``readings`` of :func:`wid.query`'s example:
+
+    >>> _ = wid.create_view(spark, "totals", "SELECT k, sum(v) AS total FROM readings "
+    ...                                      "[RANGE 4 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> spark.sql("SELECT wid, total FROM totals WHERE k = 'a' AND wid < 3 ORDER BY wid").show()
+    +---+-----+
+    |wid|total|
+    +---+-----+
+    |  0|    5|
+    |  1|    5|
+    |  2|    7|
+    +---+-----+
+    <BLANKLINE>
+    """
     result = query(spark, query_text)
     if not replace and spark.catalog.tableExists(name):
         raise WidError(f"view {name!r} already exists")
@@ -98,6 +123,25 @@ def run_sql(spark: SparkSession, statement: str) -> DataFrame:
     runs as :func:`wid.query`; ``CREATE [OR REPLACE] [TEMP] VIEW q [IF NOT EXISTS] AS <window
     query>`` makes the temp view ``q`` (:func:`create_view`) and returns it; any other
     statement goes to ``spark.sql`` unchanged.
+
+    On the view ``readings`` of :func:`wid.query`'s example:
+
+    >>> wid.run_sql(spark, "SELECT max(v) AS hi FROM readings [RANGE 4 SLIDE 4 WATTR ts] ORDER BY wid").show()
+    +---+---+
+    |wid| hi|
+    +---+---+
+    |  0|  5|
+    |  1|  7|
+    |  2|  2|
+    +---+---+
+    <BLANKLINE>
+    >>> wid.run_sql(spark, "SELECT count(*) AS n FROM readings").show()
+    +---+
+    |  n|
+    +---+
+    |  4|
+    +---+
+    <BLANKLINE>
     """
     if not is_window_query(statement):
         return spark.sql(statement)

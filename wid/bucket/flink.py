@@ -1,8 +1,9 @@
 """Flink window discretization (Traub 2015, seed 001) on the range-tag pipeline.
 
-The policies and :class:`Discretization` are in :mod:`wid.spec.flink`. :func:`flink_bucket` tags each item with ``wid_lo``/``wid_hi``, the emissions that hold
-it, on one of three paths (:func:`path`): ``columns`` and ``chain`` compute the positions of
-triggers and evictions (:mod:`wid.bucket.flink_compile`), ``scan`` replays the buffer event by event
+The policies and :class:`Discretization` are in :mod:`wid.spec.flink`. :func:`flink_bucket`
+tags each item with ``wid_lo``/``wid_hi``, the emissions that hold it, on one of three paths
+(:func:`path`): ``columns`` and ``chain`` compute the positions of triggers and evictions
+(:mod:`wid.bucket.flink_compile`), ``scan`` replays the buffer event by event
 (:mod:`wid.bucket.flink_scan`). One rule for delta policies: the ``chain`` path needs each delta
 attribute non-decreasing within each buffer, checked on the data (one Spark job).
 """

@@ -177,7 +177,22 @@ class OrderedBy(Generator):
 def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
     """Punctuations from the source: ``row_num``, key columns (NULL = wildcard) and a bound
     column named like the window attribute; ``(seg_id=s1, ts=300)`` at ``row_num = r``
-    promises that no tuple of ``s1`` with ``ts < 300`` arrives after ``r``."""
+    promises that no tuple of ``s1`` with ``ts < 300`` arrives after ``r``.
+
+    On the view ``readings`` of :func:`wid.query`'s example, after row 1 no reading of any key
+    (``k`` NULL) has ``ts < 4``: the reading at ``ts = 2.5`` (row 2) is late for window 1.
+
+    >>> bounds = spark.createDataFrame([(1, None, 4.0)], "row_num long, k string, ts double")
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.embedded(bounds))
+    >>> rep.late.select("row_num", "k", "wid").show()
+    +-------+---+---+
+    |row_num|  k|wid|
+    +-------+---+---+
+    |      2|  b|  1|
+    +-------+---+---+
+    <BLANKLINE>
+    """
     return Embedded(punctuations, _mode(mode))
 
 
@@ -185,7 +200,24 @@ def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
     """Bounded disorder. ``by="value"``: after each tuple, bound = (max window-attribute value
     seen so far) - ``amount`` (in the clause's units, seconds for timestamps). ``by="rows"``:
     a tuple is at most ``amount`` row_nums late, so after row ``r + amount`` the bound is the
-    max value seen up to row ``r``."""
+    max value seen up to row ``r``.
+
+    On the view ``readings`` of :func:`wid.query`'s example: each window is emitted at the
+    first row whose bound passes its end (``emit_row``), the last one at the end of the stream.
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.slack(1))
+    >>> rep.results.orderBy("wid", "k").show()
+    +---+---+---+--------+
+    |wid|  k|  n|emit_row|
+    +---+---+---+--------+
+    |  0|  a|  1|       1|
+    |  1|  b|  1|       3|
+    |  2|  a|  1|       3|
+    |  4|  a|  1|    NULL|
+    +---+---+---+--------+
+    <BLANKLINE>
+    """
     if by not in ("value", "rows"):
         raise WidError(f"slack by must be 'value' or 'rows', got {by!r}")
     amount = _amount("slack amount", amount)
@@ -198,14 +230,48 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     """Periodic punctuations from an arrival clock (after Srivastava and Widom): at every tick
     ``T = k * every`` of ``clock`` the bound is ``T - skew``, ``skew`` bounding how far a tuple's
     window attribute lags its arrival. The heartbeat of tick T is seen right after the first
-    tuple that arrives at or after T."""
+    tuple that arrives at or after T.
+
+    On the view ``readings`` of :func:`wid.query`'s example (``arrival_ts`` 1.5, 4.5, 5.0, 9.5):
+    the heartbeats at 4 and 8 close windows 0 and 0..2 (bounds 3 and 7).
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.heartbeat(2, skew=1))
+    >>> rep.results.orderBy("wid", "k").show()
+    +---+---+---+--------+
+    |wid|  k|  n|emit_row|
+    +---+---+---+--------+
+    |  0|  a|  1|       1|
+    |  1|  b|  1|       3|
+    |  2|  a|  1|       3|
+    |  4|  a|  1|    NULL|
+    +---+---+---+--------+
+    <BLANKLINE>
+    """
     return Heartbeat(_amount("heartbeat every", every, positive=True), _amount("heartbeat skew", skew),
                      clock, _mode(mode))
 
 
 def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
     """Each sub-stream of ``keys`` (GROUP BY keys of the query) is in window-attribute order:
-    a tuple of key k punctuates k up to its own value."""
+    a tuple of key k punctuates k up to its own value.
+
+    On the view ``readings`` of :func:`wid.query`'s example, key ``b`` has one reading, so
+    its window is emitted at the end of the stream (``emit_row`` NULL):
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.ordered_by("k"))
+    >>> rep.results.orderBy("wid", "k").show()
+    +---+---+---+--------+
+    |wid|  k|  n|emit_row|
+    +---+---+---+--------+
+    |  0|  a|  1|       1|
+    |  1|  b|  1|    NULL|
+    |  2|  a|  1|       3|
+    |  4|  a|  1|    NULL|
+    +---+---+---+--------+
+    <BLANKLINE>
+    """
     if not keys:
         raise WidError("ordered_by needs at least one key column")
     return OrderedBy(tuple(keys), _mode(mode))

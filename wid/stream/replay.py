@@ -33,16 +33,16 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS
     windows: implied by arrival order).
 
-    >>> spark.createDataFrame([(0, 1.0, 5), (1, 4.0, 7), (2, 2.5, 1), (3, 9.0, 2)],
-    ...                       "row_num long, ts double, v long").createOrReplaceTempView("r")
-    >>> rep = replay(spark, "SELECT sum(v) AS total FROM r [RANGE 2 SLIDE 2 WATTR ts]",
-    ...              punctuate.slack(1))
+    With the view ``readings`` of :func:`wid.query`'s example, a slack of 0 closes window 1
+    (``[2, 4)``) once ``ts = 4.0`` arrives, before the reading at ``ts = 2.5``:
+
+    >>> rep = wid.replay(spark, "SELECT sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts]",
+    ...                  wid.punctuate.slack(0))
     >>> rep.results.orderBy("wid").show()
     +---+-----+--------+
     |wid|total|emit_row|
     +---+-----+--------+
     |  0|    5|       1|
-    |  1|    7|       3|
     |  2|    7|       3|
     |  4|    2|    NULL|
     +---+-----+--------+

@@ -1,0 +1,39 @@
+"""The docstring examples of the public functions run as doctests (as PySpark's ``functions`` do),
+on the session's Spark with ``spark`` and ``wid`` as globals."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import io
+
+import pytest
+
+import wid
+
+#: Module -> the public functions whose docstrings must carry a runnable example.
+PUBLIC = {
+    "wid.query": ["query"],
+    "wid.stream.replay": ["replay"],
+    "wid.stream.punctuate": ["embedded", "slack", "heartbeat", "ordered_by"],
+    "wid.sql": ["register", "create_view", "run_sql"],
+}
+
+
+@pytest.fixture(scope="module")
+def readings(spark):
+    """The view of :func:`wid.query`'s example, so that each module's examples run on their own."""
+    spark.createDataFrame([(0, 1.0, 1.5, "a", 5), (1, 4.0, 4.5, "a", 7), (2, 2.5, 5.0, "b", 1), (3, 9.0, 9.5, "a", 2)],
+                          "row_num long, ts double, arrival_ts double, k string, v long"
+                          ).createOrReplaceTempView("readings")
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_docstring_examples_run(spark, readings, name):
+    module = importlib.import_module(name)
+    tests = [t for t in doctest.DocTestFinder().find(module, extraglobs={"spark": spark, "wid": wid}) if t.examples]
+    assert set(PUBLIC[name]) <= {t.name.rsplit(".", 1)[-1] for t in tests}, "a public function has no example"
+    runner, report = doctest.DocTestRunner(), io.StringIO()
+    for test in tests:
+        runner.run(test, out=report.write)
+    assert runner.failures == 0, report.getvalue()
