@@ -13,8 +13,6 @@ import ast
 import importlib
 from pathlib import Path
 
-import pytest
-
 from wid.spec.windows import WindowSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,8 +141,6 @@ def test_no_cycle_among_module_level_imports():
     assert cycle(module_graph(MODULES)) is None
 
 
-@pytest.mark.xfail("from wid.query import _mask" in MODULES["wid.sql"], strict=True,
-                   reason="wid.sql reads query._mask until the sqlglot SELECT parser (branch parser) replaces it")
 def test_no_private_name_imported_across_modules():
     assert private_imports(MODULES) == []
 

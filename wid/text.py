@@ -17,7 +17,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from wid.aggregate.range import WID
+from wid.bucket.columns import WID
 from wid.errors import WidError
 
 _SPARK = Spark()

@@ -185,13 +185,17 @@ def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
     >>> bounds = spark.createDataFrame([(1, None, 4.0)], "row_num long, k string, ts double")
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
     ...                  wid.punctuate.embedded(bounds))
-    >>> rep.late.select("row_num", "k", "wid").show()
-    +-------+---+---+
-    |row_num|  k|wid|
-    +-------+---+---+
-    |      2|  b|  1|
-    +-------+---+---+
+    >>> rep.results.orderBy("wid", "k").show()
+    +---+---+---+--------+
+    |wid|  k|  n|emit_row|
+    +---+---+---+--------+
+    |  0|  a|  1|       1|
+    |  2|  a|  1|    NULL|
+    |  4|  a|  1|    NULL|
+    +---+---+---+--------+
     <BLANKLINE>
+    >>> rep.late.count()
+    1
     """
     return Embedded(punctuations, _mode(mode))
 
@@ -207,15 +211,15 @@ def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
 
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
     ...                  wid.punctuate.slack(1))
-    >>> rep.results.orderBy("wid", "k").show()
-    +---+---+---+--------+
-    |wid|  k|  n|emit_row|
-    +---+---+---+--------+
-    |  0|  a|  1|       1|
-    |  1|  b|  1|       3|
-    |  2|  a|  1|       3|
-    |  4|  a|  1|    NULL|
-    +---+---+---+--------+
+    >>> rep.results.select("wid", "emit_row").orderBy("wid").show()
+    +---+--------+
+    |wid|emit_row|
+    +---+--------+
+    |  0|       1|
+    |  1|       3|
+    |  2|       3|
+    |  4|    NULL|
+    +---+--------+
     <BLANKLINE>
     """
     if by not in ("value", "rows"):
@@ -233,19 +237,26 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     tuple that arrives at or after T.
 
     On the view ``readings`` of :func:`wid.query`'s example (``arrival_ts`` 1.5, 4.5, 5.0, 9.5):
-    the heartbeats at 4 and 8 close windows 0 and 0..2 (bounds 3 and 7).
+    the heartbeats at 4 and 8 close the windows up to 1 and 3, so the reading at ``ts = 2.5``,
+    arriving at 5.0, is late for window 1:
 
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
-    ...                  wid.punctuate.heartbeat(2, skew=1))
+    ...                  wid.punctuate.heartbeat(2, skew=0))
     >>> rep.results.orderBy("wid", "k").show()
     +---+---+---+--------+
     |wid|  k|  n|emit_row|
     +---+---+---+--------+
     |  0|  a|  1|       1|
-    |  1|  b|  1|       3|
     |  2|  a|  1|       3|
     |  4|  a|  1|    NULL|
     +---+---+---+--------+
+    <BLANKLINE>
+    >>> rep.late.select("row_num", "k", "wid").show()
+    +-------+---+---+
+    |row_num|  k|wid|
+    +-------+---+---+
+    |      2|  b|  1|
+    +-------+---+---+
     <BLANKLINE>
     """
     return Heartbeat(_amount("heartbeat every", every, positive=True), _amount("heartbeat skew", skew),
@@ -261,15 +272,15 @@ def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
 
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
     ...                  wid.punctuate.ordered_by("k"))
-    >>> rep.results.orderBy("wid", "k").show()
-    +---+---+---+--------+
-    |wid|  k|  n|emit_row|
-    +---+---+---+--------+
-    |  0|  a|  1|       1|
-    |  1|  b|  1|    NULL|
-    |  2|  a|  1|       3|
-    |  4|  a|  1|    NULL|
-    +---+---+---+--------+
+    >>> rep.results.select("k", "wid", "emit_row").orderBy("k", "wid").show()
+    +---+---+--------+
+    |  k|wid|emit_row|
+    +---+---+--------+
+    |  a|  0|       1|
+    |  a|  2|       3|
+    |  a|  4|    NULL|
+    |  b|  1|    NULL|
+    +---+---+--------+
     <BLANKLINE>
     """
     if not keys:
