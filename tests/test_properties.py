@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 import wid
-from tests.oracle import Landmark, Rows, SlideByTuple, evaluate
+from tests.oracle import SlideByTuple, evaluate
 from tests.strategies import Case, cases, issue_11_reproduction
 
 #: 2**-52: twice the unit roundoff of a double.
@@ -130,8 +130,8 @@ def query_text(case: Case, aggregates: dict) -> str:
 
 def expected_rows(case: Case, aggregates: dict) -> list[dict]:
     """The oracle's rows for ``case``: ``wid``, ``k`` (when a key) and the aggregates, exact."""
-    return evaluate(case.oracle_rows(), case.clause.window,
-                    {name: (fn, col) for name, (_, fn, col) in aggregates.items()}, group_by=["k"] if case.group_by else [])
+    oracle = {name: (fn, col) for name, (_, fn, col) in aggregates.items()}
+    return evaluate(case.oracle_rows(), case.clause.window, oracle, group_by=["k"] if case.group_by else [])
 
 
 def collected(df: DataFrame) -> list[dict]:
@@ -242,7 +242,8 @@ def test_aggregates_keep_sparks_result_types(spark, case):
     aggregates = {**AGGREGATES, **DECIMAL_AVG}
     case.register(spark)
     out = wid.query(spark, query_text(case, aggregates))
-    spark_own = spark.table("s").groupBy("k").agg(*[F.expr(sql).alias(name) for name, (sql, _, _) in aggregates.items()])
+    spark_own = spark.table("s").groupBy("k").agg(*[F.expr(sql).alias(name) for name, (sql, _, _) in
+                                                    aggregates.items()])
     types = {f.name: f.dataType for f in out.schema.fields}
     assert {name: types[name] for name in aggregates} == {f.name: f.dataType for f in spark_own.schema.fields[1:]}
     assert types["wid"].simpleString() == (spark.table("s").schema["x"].dataType.simpleString() if case.clause.fca
