@@ -283,6 +283,9 @@ def _value(source: Source, attribute: Attribute, clause: Clause, span: Fraction,
 
 
 def _stream(source: Source, attribute: Attribute, clause: Clause, n: int) -> list[dict]:
+    """``n`` tuples over about 3, 20 or 100 extents; keys from one pool; a NULL rate for the
+    aggregated columns; row_num gaps of 1, up to 3 or up to 100; arrival in a random order,
+    in x order or in reverse x order."""
     key_pool = source.choice(KEY_POOLS)
     unit = clause.range or clause.slide or Fraction(1)
     windows = source.choice((3, 20, 100)) if n > 1 else 1
