@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, settings
 from pyspark.sql import SparkSession
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,3 +33,16 @@ def spark() -> Iterator[SparkSession]:
     session = local_session()
     yield session
     session.stop()
+
+
+# Hypothesis profiles for tests/test_properties.py: ``ci`` (the default) is small and
+# derandomized, so a run is reproducible and fits the suite's time budget; ``nightly``
+# (HYPOTHESIS_PROFILE=nightly) explores many more random examples and prints a blob to
+# reproduce a failure; ``dev`` (below) skips shrinking. One Spark session serves every example (the session fixture).
+_HYPOTHESIS = dict(deadline=None, database=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.register_profile("ci", max_examples=6, derandomize=True, **_HYPOTHESIS)
+settings.register_profile("nightly", max_examples=200, print_blob=True, **_HYPOTHESIS)
+# ``dev``: the ci examples without shrinking, for a quick red or green while fixing.
+settings.register_profile("dev", settings.get_profile("ci"), phases=[Phase.explicit, Phase.generate])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

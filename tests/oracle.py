@@ -14,6 +14,7 @@ Positions (ROWS windows) and the FCA window-ids are taken over the whole stream;
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 from collections import defaultdict
@@ -103,15 +104,25 @@ def _value(expr: Expr, row: Row) -> Any:
     return expr(row) if callable(expr) else row[expr]
 
 
+def _between(members: list[tuple[Fraction, Row]], low: Any, high: Any, closed_low: bool) -> list[Row]:
+    """The tuples of ``members`` (sorted by x) with ``low <= x < high`` (``closed_low``) or
+    ``low < x <= high``: a binary search for the extent's two ends."""
+    xs = [x for x, _ in members]
+    if closed_low:
+        return [t for _, t in members[bisect.bisect_left(xs, low): bisect.bisect_left(xs, high)]]
+    return [t for _, t in members[bisect.bisect_right(xs, low): bisect.bisect_right(xs, high)]]
+
+
 def _extents(rows: list[Row], window: Window) -> Iterable[tuple[Any, tuple, list[Row]]]:
     """``(wid, partition, tuples of the extent)`` for every window, empty or not."""
     in_order = sorted(rows, key=lambda t: t["row_num"])
     if isinstance(window, SlideByTuple):
         r = Fraction(window.range)
-        order = sorted(in_order, key=lambda t: seconds(t[window.attr])) if window.rank else in_order
+        by_value = sorted(((seconds(t[window.attr]), t) for t in in_order), key=lambda p: p[0])
+        order = [t for _, t in by_value] if window.rank else in_order  # sorted() is stable: ties by row_num
         wids = {t[window.attr] for t in order[window.every - 1:: window.every]}
         for w in sorted(wids, key=seconds):
-            yield w, (), [u for u in in_order if seconds(w) - r < seconds(u[window.attr]) <= seconds(w)]
+            yield w, (), _between(by_value, seconds(w) - r, seconds(w), closed_low=False)
         return
     pattr = getattr(window, "pattr", None)
     positional = isinstance(window, Rows) or (isinstance(window, Landmark) and window.rows)
@@ -123,9 +134,10 @@ def _extents(rows: list[Row], window: Window) -> Iterable[tuple[Any, tuple, list
             xs = [Fraction(i) for i in range(len(members))]
         else:
             xs = [seconds(t[window.attr]) for t in members]
+        by_value = sorted(zip(xs, members), key=lambda p: p[0])
         for w in window.candidates(xs):
             start, end = window.extent(w)
-            yield w, partition, [t for t, x in zip(members, xs) if start <= x < end]
+            yield w, partition, _between(by_value, start, end, closed_low=True)
 
 
 def _aggregate(fn: str | Callable[[list], Any], values: list) -> Any:
