@@ -6,16 +6,20 @@ tuple covers, with the aggregates. Nothing here knows how the ranges were made.
 
 Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into its ids:
 
-1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial;
-2. **blocks**: a pane's range splits into its canonical dyadic blocks
-   ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a segment tree) and the
-   partials of equal ``(keys, k, j)`` combine;
-3. **ids**: a block spreads over its ``2^k`` ids and the partials of each id combine.
+1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial
+   (a tumbling group-by), then move once to the partition of their keys;
+2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
+   canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
+   segment tree) and the partials of equal ``(keys, k, j)`` combine; a block spreads over
+   its ``2^k`` ids. A short pane spreads over its ids directly (at most ``SHORT`` rows);
+3. **ids**: the partials of each ``(keys, wid)`` combine.
 
-The blocks of one level are disjoint and cover only non-empty windows, so stage 3
-yields at most (non-empty windows) rows per level: the cost grows with
-``log2(range/slide)``, not ``range/slide``. Other aggregates (``fn="sql"``) fall back
-to expanding every tuple into its ids.
+The blocks of one level are disjoint and cover only non-empty windows, so the long panes
+yield at most (non-empty windows) rows per level: the cost grows with
+``log2(range/slide)``, not ``range/slide``. All of it is Column expressions, generators
+and group-bys (whole-stage code generation, no lambda functions), on one shuffle of the
+tuples and one of the panes. Other aggregates (``fn="sql"``) fall back to expanding every
+tuple into its ids.
 """
 
 from __future__ import annotations
@@ -26,25 +30,31 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import WID, WID_HI, WID_LO
+from wid.bucket.columns import WID
 
-_LEVEL, _BLOCK = "_wid_level", "_wid_block"
+_LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
+#: A pane covering at most this many ids spreads over them without the block stage.
+SHORT = 8
 
-#: A tuple's range as its canonical dyadic blocks: at level k, with l = ceil(lo / 2^k)
-#: and r = floor((hi + 1) / 2^k), block l is taken when l is odd and block r - 1 when
-#: r is odd (both only while l < r).
-_BLOCKS = f"""
-filter(flatten(transform(
-    sequence(0, CAST(FLOOR(LOG2(wid_hi - wid_lo + 1)) AS INT) + 1),
-    k -> transform(
-        array(named_struct('l', -shiftright(-wid_lo, k), 'r', shiftright(wid_hi + 1, k))),
-        e -> array(
-            IF(e.l < e.r AND e.l % 2 != 0, named_struct('{_LEVEL}', k, '{_BLOCK}', e.l), NULL),
-            IF(e.l < e.r AND e.r % 2 != 0, named_struct('{_LEVEL}', k, '{_BLOCK}', e.r - 1), NULL)
-        ))[0])),
-  b -> b IS NOT NULL)
-"""
-_BLOCK_IDS = f"sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} + 1, {_LEVEL}) - 1)"
+
+def _shift(name: str, value: Column, bits: Column) -> Column:
+    """``shiftleft``/``shiftright`` by a column (the Python functions take a constant only)."""
+    return F.call_function(name, value, bits)
+
+
+def _blocks(lo: Column, hi: Column) -> tuple[Column, Column, Column]:
+    """``(level k, block j, taken)``: the canonical dyadic blocks of ``[lo, hi]``, one per row
+    of step ``i`` (``explode(sequence(0, 2K + 3))``, K = floor(log2(hi - lo + 1))):
+    level ``k = i >> 1``; with ``l = ceil(lo / 2^k)`` and ``r = floor((hi + 1) / 2^k)``, step
+    ``2k`` takes block ``l`` when l is odd, step ``2k + 1`` block ``r - 1`` when r is odd
+    (both only while ``l < r``)."""
+    step = F.col(_STEP)
+    k = F.shiftright(step, 1).cast("int")
+    left, right = -_shift("shiftright", -lo, k), _shift("shiftright", hi + 1, k)
+    first = F.pmod(step, F.lit(2)) == 0
+    taken = (left < right) & (F.pmod(F.when(first, left).otherwise(right), F.lit(2)) == 1)
+    return k, F.when(first, left).otherwise(right - 1), taken
+
 
 DECOMPOSABLE = ("count", "sum", "avg", "min", "max")
 
@@ -94,22 +104,30 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     if not all(a.decomposable for a in aggregates):
         return _expanded(tagged, keys, aggregates)
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i)]
+    names = [name for name, _, _ in partials]
 
     def merged(df: DataFrame, by: list[str]) -> DataFrame:
         return df.groupBy(*by).agg(*[merge(name).alias(name) for name, _, merge in partials])
 
-    panes = tagged.groupBy(*keys, WID_LO, WID_HI).agg(*[p.alias(name) for name, p, _ in partials])
-    if keys:  # stages 2 and 3 group by (keys, ...): partitioned by keys, they need no further shuffle
+    panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[p.alias(name) for name, p, _ in partials])
+    if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
-    names = [name for name, _, _ in partials]
-    blocks = panes.select(*keys, *names, F.inline(F.expr(_BLOCKS)))
-    ids = merged(blocks, [*keys, _LEVEL, _BLOCK]).select(*keys, *names, F.explode(F.expr(_BLOCK_IDS)).alias(WID))
-    return merged(ids, [*keys, WID]).select(
+    lo, hi = F.col("wid_lo"), F.col("wid_hi")
+    short = hi - lo < SHORT
+    direct = panes.where(short).select(*keys, *names, F.explode(F.sequence(lo, hi)).alias(WID))
+    steps = F.sequence(F.lit(0), 2 * F.floor(F.log2(hi - lo + 1)).cast("int") + 3)
+    level, block, taken = _blocks(lo, hi)
+    long = (panes.where(~short).select(*keys, *names, "wid_lo", "wid_hi", F.explode(steps).alias(_STEP))
+            .where(taken).select(*keys, *names, level.alias(_LEVEL), block.alias(_BLOCK)))
+    j, k = F.col(_BLOCK), F.col(_LEVEL)
+    spread = F.sequence(_shift("shiftleft", j, k), _shift("shiftleft", j + 1, k) - 1)  # block j's 2^k ids
+    blocks = merged(long, [*keys, _LEVEL, _BLOCK]).select(*keys, *names, F.explode(spread).alias(WID))
+    return merged(direct.unionByName(blocks), [*keys, WID]).select(
         *keys, WID, *[a.final(i).alias(a.alias) for i, a in enumerate(aggregates)]
     )
 
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
     """The fallback: each tuple once per id of its range, then a plain group-by."""
-    copies = tagged.withColumn(WID, F.explode(F.sequence(WID_LO, WID_HI)))
+    copies = tagged.withColumn(WID, F.explode(F.sequence("wid_lo", "wid_hi")))
     return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
