@@ -182,8 +182,10 @@ def test_console_script_runs_q1(spark):
 
 
 @pytest.mark.slow
-def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, capsys):
-    args = ["bench", "--rows", "3000", "--ratios", "2,5", "--slide", "10", "--segments", "5", "--repeat", "1"]
+def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, capsys, tmp_path):
+    chart = tmp_path / "bench.png"
+    args = ["bench", "--rows", "3000", "--ratios", "2,5", "--slide", "10", "--segments", "5", "--repeat", "1",
+            "--chart", str(chart)]
     assert main(args, spark=spark) == 0
     out, err = capsys.readouterr()
     lines = out.strip().splitlines()
@@ -193,3 +195,5 @@ def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, cap
     assert [line.split()[:2] for line in lines[1:3]] == [["2", "20"], ["5", "50"]]
     assert lines[3].startswith("wid cost at range/slide 5 vs 2: ")
     assert "checked: wid = window()" in err
+    assert err.count("run 1/1") == 2 * 3  # a progress line per measurement: 2 ratios x 3 cases
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and lines[4] == f"chart: {chart}"

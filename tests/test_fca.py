@@ -197,7 +197,9 @@ def test_bins_take_tuples_once_in_any_order():
 def test_bench_case_checks_against_spark_range_frame(spark):
     """``wid bench --fca``: wid's rows equal Spark's RANGE frame (else it raises), then timings."""
     times = bench.fca(spark, rows=400, range_seconds=3, repeat=1)
-    assert set(times) == {"wid", "wid sql", "range frame"} and min(times.values()) > 0
+    assert bench.has_conf(spark, bench.SEGMENT_TREE) and not bench.has_conf(spark, "spark.sql.no.such.conf")
+    assert set(times) == {"wid", "wid sql", "range frame", "range frame, segment tree"} and min(times.values()) > 0
+    assert spark.conf.get(bench.SEGMENT_TREE) == "false"  # restored
 
 
 def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():

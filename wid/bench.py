@@ -2,14 +2,16 @@
 
 One generated traffic stream (cached) serves every case. For each ratio ``r/s`` (slide ``s``
 fixed, range ``r = ratio * s``) every case in :data:`CASES` builds its DataFrame, which is
-evaluated in full through the ``noop`` sink; the best of ``--repeat`` runs is reported after one
-warm-up run per case. To add a case, append a :class:`Case` (and, if wanted, a pair to
-:data:`RATIOS`).
+evaluated in full through the ``noop`` sink; the median of ``--repeat`` runs is reported after
+one warm-up run per case (a progress line per run), and ``--chart`` draws time against
+range/slide. To add a case, append a :class:`Case` (and, if wanted, a pair to :data:`RATIOS`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -96,6 +98,16 @@ def _cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[Data
         data.unpersist()
 
 
+def _progress() -> Callable[[str], None]:
+    """A logger of progress lines, each with the seconds since it was made."""
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        log.info("[%7.1f s] %s", time.perf_counter() - started, message)
+
+    return progress
+
+
 def bench(
     spark: SparkSession,
     rows: int,
@@ -104,12 +116,8 @@ def bench(
     slide: int = 60,
     repeat: int = 3,
 ) -> dict[int, dict[str, float]]:
-    """Best time in seconds per ratio and case, on ``traffic(spark, rows, segments)``."""
-    started = time.perf_counter()
-
-    def progress(message: str) -> None:
-        log.info("[%7.1f s] %s", time.perf_counter() - started, message)
-
+    """Median time in seconds per ratio and case, on ``traffic(spark, rows, segments)``."""
+    progress = _progress()
     with _cached(spark, rows, segments) as data:
         progress(f"generated and cached {data.count()} rows, {segments} segments")
         middle = ratios[len(ratios) // 2]
@@ -122,10 +130,13 @@ def bench(
         for ratio in ratios:
             times[ratio] = {}
             for case in CASES:
-                best = min(seconds(case, spark, data, ratio * slide, slide) for _ in range(repeat))
-                times[ratio][case.name] = best
-                progress(f"range/slide {ratio}: {case.name} {best:.2f} s")
+                runs = []
+                for run_ in range(repeat):
+                    runs.append(seconds(case, spark, data, ratio * slide, slide))
+                    progress(f"range/slide {ratio}: {case.name} run {run_ + 1}/{repeat} {runs[-1]:.2f} s")
+                times[ratio][case.name] = statistics.median(runs)
         return times
+
 
 SPL_CLAUSE = "sliding, count(1000), count(10)"
 
@@ -175,13 +186,79 @@ def spl_delta(spark: SparkSession, rows: int, repeat: int = 3) -> dict[tuple[str
         return times
 
 
+ROWS_CLAUSE = "RANGE 1000 ROWS SLIDE 10 ROWS WATTR row_num"
+
+
+def jvm_cpu_seconds(spark: SparkSession) -> float | None:
+    """User + system CPU seconds of the session's JVM so far (None: not a local JVM on Linux)."""
+    try:
+        pid = spark._jvm.ProcessHandle.current().pid()  # noqa: SLF001 - py4j gateway, classic sessions only
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rows_parallel(spark: SparkSession, rows: int, repeat: int = 3) -> dict[str, tuple[float, float | None]]:
+    """Median ``(seconds, cores busy)`` of count, max and avg speed over ``[ROWS_CLAUSE]``: over
+    the unpartitioned stream (positions by parallel slices) and ``PATTR seg_id`` (positions
+    per segment); cores busy = the JVM's CPU seconds over the wall seconds of the run."""
+    progress = _progress()
+    select = f"SELECT count(*) AS n, max(speed) AS hi, avg(speed) AS mean FROM {VIEW}"
+    texts = {"unpartitioned": f"{select} [{ROWS_CLAUSE}]", "PATTR seg_id": f"{select} [{ROWS_CLAUSE} PATTR seg_id]"}
+    with _cached(spark, rows):
+        progress(f"generated and cached {rows} rows")
+        runs: dict[str, list[tuple[float, float | None]]] = {name: [] for name in texts}
+        for round_ in range(repeat + 1):
+            for name, text in texts.items():
+                cpu = jvm_cpu_seconds(spark)
+                wall = _timed(lambda: query(spark, text))
+                used = jvm_cpu_seconds(spark)
+                cores = None if cpu is None or used is None else (used - cpu) / wall
+                if round_:
+                    runs[name].append((wall, cores))
+                progress(f"[{ROWS_CLAUSE}] {name}: {'warm-up' if not round_ else f'run {round_}/{repeat}'} "
+                         f"{wall:.2f} s" + ("" if cores is None else f", {cores:.2f} cores busy"))
+        return {name: (statistics.median(w for w, _ in r),
+                       None if r[0][1] is None else statistics.median(c for _, c in r)) for name, r in runs.items()}
+
+
+#: Spark 4.2+: sliding ROWS/RANGE frames of min/max/sum/count/avg in O(log W) per row.
+SEGMENT_TREE = "spark.sql.window.segmentTree.enabled"
+
+
+def has_conf(spark: SparkSession, key: str) -> bool:
+    """Whether this Spark build knows the SQL conf ``key``."""
+    try:
+        spark.conf.get(key)
+    except Exception:  # noqa: BLE001 - classic and Connect raise different types for an unknown key
+        return False
+    return True
+
+
+@contextmanager
+def _conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` in the session's conf for the duration, then the previous values."""
+    previous = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            spark.conf.set(key, value)
+
+
 def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> dict[str, float]:
-    """Best seconds of slide-by-tuple count and max speed over the ``range_seconds`` ending at
+    """Median seconds of slide-by-tuple count and max speed over the ``range_seconds`` ending at
     each reading: wid (start/end bins), wid's Spark SQL range join, and Spark's frame
     ``ORDER BY ts RANGE BETWEEN r PRECEDING AND CURRENT ROW`` on integer micros with the open
-    lower bound ``w - r < u.ts`` (``r - 1`` micros), one row per distinct ts, after checking
-    that wid's rows equal the frame's. The cases alternate in each of ``repeat`` rounds, after
-    one warm-up round."""
+    lower bound ``w - r < u.ts`` (``r - 1`` micros), one row per distinct ts, as it is by default
+    and, when this build has :data:`SEGMENT_TREE`, with it on; after checking that wid's rows
+    equal each frame's. The cases alternate in each of ``repeat`` rounds, after one warm-up
+    round; a progress line per run."""
+    progress = _progress()
     frame = Window.orderBy(F.unix_micros("ts")).rangeBetween(-(range_seconds * 10**6 - 1), 0)
     with _cached(spark, rows) as data:
         compiled = compile_query(spark, f"SELECT count(*) AS n, max(speed) AS hi FROM {VIEW} "
@@ -191,21 +268,29 @@ def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> 
             return lambda: compiled.finish(fca_aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates,
                                                          method))
 
-        builds = {
-            "wid": wid_fca("bins"),
-            "wid sql": wid_fca("sql"),
-            "range frame": lambda: data.select(
+        def range_frame() -> DataFrame:
+            return data.select(
                 F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
-            ).dropDuplicates(["wid"]),
-        }
-        ours, theirs = builds["wid"](), builds["range frame"]()
-        if ours.exceptAll(theirs).count() or theirs.exceptAll(ours).count():
-            raise RuntimeError(f"wid and the range frame differ at range {range_seconds} s")
+            ).dropDuplicates(["wid"])
+
+        builds = {"wid": (wid_fca("bins"), {}), "wid sql": (wid_fca("sql"), {}), "range frame": (range_frame, {})}
+        if has_conf(spark, SEGMENT_TREE):
+            builds["range frame, segment tree"] = (range_frame, {SEGMENT_TREE: "true"})
+        ours = builds["wid"][0]()
+        for name, (build, settings) in builds.items():
+            if name.startswith("range frame"):
+                with _conf(spark, settings):
+                    theirs = build()
+                    if ours.exceptAll(theirs).count() or theirs.exceptAll(ours).count():
+                        raise RuntimeError(f"wid and the {name} differ at range {range_seconds} s")
+        progress(f"checked: wid = the range frame at range {range_seconds} s")
         times = {name: [] for name in builds}
-        for _ in range(repeat + 1):
-            for name, build in builds.items():
-                times[name].append(_timed(build))
-        return {name: min(t[1:]) for name, t in times.items()}
+        for round_ in range(repeat + 1):
+            for name, (build, settings) in builds.items():
+                with _conf(spark, settings):
+                    times[name].append(_timed(build))
+                progress(f"{name}: {'warm-up' if round_ == 0 else f'run {round_}/{repeat}'} {times[name][-1]:.2f} s")
+        return {name: statistics.median(t[1:]) for name, t in times.items()}
 
 
 def _timed(build: Callable[[], DataFrame]) -> float:
@@ -227,6 +312,27 @@ def report(times: dict[int, dict[str, float]], slide: int) -> str:
     return "\n".join(lines)
 
 
+def chart(times: dict[int, dict[str, float]], slide: int, rows: int, path: str) -> None:
+    """A PNG at ``path``: seconds against range/slide, one line per case, both axes log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ratios = sorted(times)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for case in CASES:
+        ax.plot(ratios, [times[r][case.name] for r in ratios], marker="o", label=case.name)
+    ax.set(xscale="log", yscale="log", xlabel=f"range / slide (slide {slide} s)", ylabel="seconds (median)",
+           title=f"wid bench: {rows:,} rows")
+    ax.set_xticks(ratios, [str(r) for r in ratios])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _ratios(text: str) -> list[int]:
     try:
         ratios = [int(v) for v in text.split(",")]
@@ -243,10 +349,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--ratios", type=_ratios, default=[5, 60, 240], help="range/slide ratios (default 5,60,240)")
     parser.add_argument("--segments", type=int, default=50, help="road segments (default 50)")
     parser.add_argument("--slide", type=int, default=60, help="slide in seconds (default 60)")
-    parser.add_argument("--repeat", type=int, default=3, help="timed runs per case, best reported (default 3)")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per case (default 3; the table: median)")
+    parser.add_argument("--chart", metavar="PNG", default="bench.png",
+                        help="where to write the chart of time against range/slide (default bench.png)")
     parser.add_argument("--spl", action="store_true", help=f"time only the SPL clause [{SPL_CLAUSE}] on --rows")
     parser.add_argument("--spl-delta", action="store_true",
                         help="time only the SPL delta clauses on --rows: compiled delta chain vs sequential scan")
+    parser.add_argument("--rows-window", action="store_true",
+                        help=f"time only [{ROWS_CLAUSE}] on --rows, unpartitioned vs PATTR seg_id (cores busy)")
     parser.add_argument("--fca", type=int, metavar="SECONDS",
                         help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
     parser.set_defaults(command=run)
@@ -265,6 +375,11 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         for (clause, how), best in spl_delta(session(), args.rows, args.repeat).items():
             print(f"[{clause}] {how}: {args.rows} rows in {best:.2f} s ({args.rows / best:,.0f} rows/s)")
         return 0
+    if args.rows_window:
+        for name, (wall, cores) in rows_parallel(session(), args.rows, args.repeat).items():
+            busy = "" if cores is None else f", {cores:.2f} cores busy"
+            print(f"[{ROWS_CLAUSE}] {name}: {args.rows} rows in {wall:.2f} s{busy}")
+        return 0
     if args.fca is not None:
         if args.fca < 1:
             raise WidError("--fca needs a range of at least 1 second")
@@ -274,4 +389,6 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         return 0
     times = bench(session(), args.rows, args.ratios, args.segments, args.slide, args.repeat)
     print(report(times, args.slide))
+    chart(times, args.slide, args.rows, args.chart)
+    print(f"chart: {args.chart}")
     return 0

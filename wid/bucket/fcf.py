@@ -2,25 +2,31 @@
 
 A tuple gets ``wid_lo``/``wid_hi`` (it belongs to every window ``wid_lo <= w <=
 wid_hi``) from Column expressions only; arrival positions for ``ROWS`` windows
-come from ``row_number()`` over the window attribute. A punctuation with bound
+come from ``row_number()`` over the window attribute, per partition attribute value, or,
+over an unpartitioned stream, from slices of the attribute numbered in parallel
+(:func:`wid.bucket.fca.positioned`). A punctuation with bound
 ``v`` on the window attribute becomes a punctuation on ``wid``: it closes every
 window ``w <= wid_closed``.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
+from wid.bucket.fca import positioned
 from wid.errors import WidError
 from wid.spec.windows import WindowSpec
 
 
-def _position(spec: WindowSpec) -> Column:
-    """0-based arrival position of the tuple within its partition, in ``wattr`` order."""
+def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:
+    """``wid_x`` replaced by the tuple's 0-based arrival position within its partition, in
+    ``wattr`` order; an unpartitioned stream is never held in one Spark partition."""
+    if not spec.partition:
+        return positioned(tagged, [WID_X], WID_X)
     order = Window.partitionBy(*spec.partition).orderBy(WID_X)
-    return (F.row_number().over(order) - 1).cast("long")
+    return tagged.withColumn(WID_X, (F.row_number().over(order) - 1).cast("long"))
 
 
 def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -33,7 +39,7 @@ def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
     x, factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
     tagged = df.withColumn(WID_X, checked(x, dtype, spec.wattr))
     if spec.positional:
-        tagged, factor = tagged.withColumn(WID_X, _position(spec)), 1
+        tagged, factor = _positioned(tagged, spec), 1
     ids = spec.scaled(factor) if factor != 1 else spec
     lo, hi = ids.wids(F.col(WID_X))
     tagged = tagged.withColumn(WID_LO, lo)

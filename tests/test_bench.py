@@ -1,0 +1,14 @@
+"""``wid bench --rows-window``: the ROWS query over the unpartitioned stream and per key, timed."""
+
+from __future__ import annotations
+
+import pytest
+
+from wid import bench
+
+
+@pytest.mark.slow
+def test_rows_parallel_times_both_queries_with_the_cores_busy(spark):
+    times = bench.rows_parallel(spark, rows=3000, repeat=1)
+    assert set(times) == {"unpartitioned", "PATTR seg_id"}
+    assert all(wall > 0 and cores is not None and cores > 0 for wall, cores in times.values())
