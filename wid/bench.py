@@ -326,6 +326,7 @@ def chart(times: dict[int, dict[str, float]], slide: int, rows: int, path: str) 
     ax.set(xscale="log", yscale="log", xlabel=f"range / slide (slide {slide} s)", ylabel="seconds (median)",
            title=f"wid bench: {rows:,} rows")
     ax.set_xticks(ratios, [str(r) for r in ratios])
+    ax.tick_params(axis="x", which="minor", labelbottom=False)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
