@@ -19,6 +19,7 @@ from functools import cache
 from datetime import datetime
 
 from pyspark.errors import AnalysisException, PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import NumericType
 
@@ -107,7 +108,8 @@ def parser() -> argparse.ArgumentParser:
 def _logging():
     """Progress (the ``wid`` logger) on stderr. PySpark logs each analysis error it captures with
     its query context; here it is reported in one line instead."""
-    loggers = [logging.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
+    # PySpark's own logger class: a plain Logger made here first would break PySpark's later logging calls
+    loggers = [PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
     saved = [logger.disabled for logger in loggers]
     for logger in loggers:
         logger.disabled = True
