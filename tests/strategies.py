@@ -143,19 +143,22 @@ class Clause:
 
 @dataclass
 class Case:
-    """A clause, a stream (``row_num, k, x, v, i, d``), and whether the query groups by ``k``."""
+    """A clause, a stream (``row_num, k, x, v, i, d``), whether the query groups by ``k``, and
+    whether it aggregates only numbers that are not decimals (see ``aggregates_of`` in
+    tests/test_properties.py)."""
 
     clause: Clause
     attribute: Attribute
     rows: list[dict] = field(repr=False)
     group_by: bool
+    numbers_only: bool = False
 
     def __repr__(self) -> str:
         tuples = ", ".join(f"({r['row_num']}, {r['k']!r}, {r['x']!r}, {r['v']!r}, {r['i']!r}, {r['d']!r})"
                            for r in sorted(self.rows, key=lambda r: r["row_num"]))
         return (f"Case({self.clause.text!r}, x {self.attribute.spark_type}"
                 f"{' as timestamp_micros' if self.attribute.type == 'timestamp' else ''}, "
-                f"group_by={self.group_by}, {len(self.rows)} tuples (row_num, k, x, v, i, d): [{tuples}])")
+                f"group_by={self.group_by}, numbers_only={self.numbers_only}, {len(self.rows)} tuples (row_num, k, x, v, i, d): [{tuples}])")
 
     def register(self, spark: SparkSession, name: str = "s") -> DataFrame:
         """The stream as temp view ``name``, rows in a shuffled physical order."""
@@ -334,7 +337,8 @@ def cases(draw, kinds: tuple[str, ...], types: tuple[str, ...] = ATTRIBUTE_TYPES
     else:
         n, source = draw(st.integers(41, most)), Seeded(random.Random(draw(st.integers(0, 2**32))))
     rows = _stream(source, attribute, clause, n)
-    return Case(clause, attribute, rows, group_by=clause.kind != "pattr" and draw(st.booleans()))
+    return Case(clause, attribute, rows, group_by=clause.kind != "pattr" and draw(st.booleans()),
+                numbers_only=draw(st.booleans()))
 
 
 def issue_11_reproduction() -> Case:
@@ -345,4 +349,4 @@ def issue_11_reproduction() -> Case:
              "v": round(rng.uniform(0, 100), 1), "i": None, "d": None} for i in range(400)]
     clause = Clause("slide-by-tuple", "RANGE 60 RATTR x SLIDE 1 ROW SATTR row_num", SlideByTuple(60, "x"),
                     Fraction(60), None)
-    return Case(clause, Attribute("double", 2), rows, group_by=True)
+    return Case(clause, Attribute("double", 2), rows, group_by=True, numbers_only=True)

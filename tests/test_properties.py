@@ -118,6 +118,17 @@ def _matches(expected: Any, actual: Any) -> bool:
     return _exact(expected) == _exact(actual)
 
 
+def aggregates_of(case: Case, replay: bool = False) -> dict:
+    """Every aggregate, or only those over numbers that are not decimals when the case says so
+    (slide-by-tuple windows then run in their start and end bins; other aggregates take the
+    SQL formulation) and always in a slide-by-tuple replay (whose bins refuse the others
+    with a clear WidError)."""
+    if not (case.numbers_only or (replay and case.clause.fca)):
+        return AGGREGATES
+    numbers = ("v", "i", *(("x",) if case.attribute.type in ("double", "long") else ()))
+    return {name: a for name, a in AGGREGATES.items() if a[2] is None or a[2] in numbers}
+
+
 def _keys(case: Case) -> list[str]:
     """Key columns of the output: the GROUP BY key, or the partition attribute of PATTR."""
     return ["k"] if case.group_by or case.clause.kind == "pattr" else []
@@ -153,21 +164,22 @@ def assert_same(case: Case, actual: list[dict], expected: list[dict], columns: l
 
     got, want = index(actual, "wid"), index(expected, "the oracle")
     missing, extra = sorted(set(want) - set(got), key=str), sorted(set(got) - set(want), key=str)
-    wrong = [(k, c, want[k][c], got[k][c]) for k in sorted(set(want) & set(got), key=str)
-             for c in columns if not _matches(want[k][c], got[k][c])]
+    wrong = sorted(((k, c, want[k][c], got[k][c]) for k in sorted(set(want) & set(got), key=str)
+                    for c in columns if not _matches(want[k][c], got[k][c])),
+                   key=lambda w: isinstance(w[2], Approx))  # exact columns (counts, ids, min, max) first
     assert not (missing or extra or wrong), (
         f"{case.clause.text}: {len(missing)} (window, key) missing {[(float(k[0]), *k[1:]) for k in missing[:4]]}, "
         f"{len(extra)} extra {[(float(k[0]), *k[1:]) for k in extra[:4]]}, {len(wrong)} wrong values "
         f"(window, key), column, right, wid: {[(tuple(map(str, k)), c, w, g) for k, c, w, g in wrong[:6]]}")
 
 
-def check_query(spark: SparkSession, case: Case, aggregates: dict = AGGREGATES) -> DataFrame:
+def check_query(spark: SparkSession, case: Case) -> None:
     """``wid.query`` over ``case`` equals the oracle: columns, (window, key) rows, aggregates."""
+    aggregates = aggregates_of(case)
     case.register(spark)
     out = wid.query(spark, query_text(case, aggregates))
     assert out.columns == ["wid", *_keys(case), *aggregates]
     assert_same(case, collected(out), expected_rows(case, aggregates), list(aggregates))
-    return out
 
 
 # --- wid.query, one property per window kind ---------------------------------------------
@@ -308,19 +320,10 @@ def implied_emit(case: Case, row: dict) -> int | None:
     return arrival[int(last)]["row_num"] if last < len(arrival) else None
 
 
-def replayed_aggregates(case: Case) -> dict:
-    """Every aggregate, but for slide-by-tuple windows only those of numbers that are not
-    decimals: their replay's bins refuse the others (a clear WidError)."""
-    if not case.clause.fca:
-        return AGGREGATES
-    numbers = ("v", "i", *(("x",) if case.attribute.type in ("double", "long") else ()))
-    return {name: a for name, a in AGGREGATES.items() if a[2] is None or a[2] in numbers}
-
-
 def check_replay(spark: SparkSession, case: Case, punctuation, emit: Callable[[dict], int | None]) -> None:
     """Nothing late; the results are the oracle's, each emitted where ``emit`` says."""
     case.register(spark)
-    aggregates = replayed_aggregates(case)
+    aggregates = aggregates_of(case, replay=True)
     rep = wid.replay(spark, query_text(case, aggregates), punctuation=punctuation)
     late = rep.late.collect()
     assert late == [], f"{len(late)} late contributions under exact punctuations, e.g. {late[:3]}"
