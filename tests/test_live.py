@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import random
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from wid.errors import WidError
 from wid.stream import live_run
 from wid.stream.live import live
 from wid.stream.replay import replay
+
+from connect_server import connect_server, spark_env
 
 pytestmark = pytest.mark.slow
 
@@ -154,3 +158,32 @@ def test_bad_arguments_are_named(spark, stream):
         live(spark, QUERY + " ORDER BY k", tuples)
     with pytest.raises(WidError, match="not TupleSliding"):
         live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", tuples)
+
+
+def run_remote(url: str, directory: Path, work: Path) -> None:
+    """On a Spark Connect session: slack (consistent) live over the files in ``directory``."""
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    try:
+        tuples, _ = _split(live_run.source(spark, directory))
+        job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
+        live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
+    finally:
+        spark.stop()
+
+
+def test_live_over_spark_connect_equals_replay(spark, stream, tmp_path):
+    directory, _ = stream
+    with connect_server(tmp_path / "server.log") as url:
+        client = subprocess.run([sys.executable, __file__, url, str(directory), str(tmp_path)], env=spark_env(),
+                                capture_output=True, text=True, timeout=1500)
+    assert client.returncode == 0, client.stderr[-5000:]
+    tuples, _ = _split(live_run.source(spark, directory))
+    job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, QUERY, punctuation=punctuate.slack(1, mode="consistent"))
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+
+
+if __name__ == "__main__":
+    run_remote(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
 from wid.errors import WidError
@@ -73,7 +73,7 @@ class Sequencer(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
-        self.pending_schema = StructType.fromDDL("row_num long, closed long")
+        self.pending_schema = StructType([StructField("row_num", LongType()), StructField("closed", LongType())])
         self.pending = handle.getListState("pending", self.pending_schema)
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
