@@ -128,10 +128,13 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                                (marks.closed if marks.closed is not None and not marks.pattern else F.lit(None))
                                .cast("long").alias(WID_CLOSED))]
     if given is not None:
-        bound = F.lit(set(hashed) <= set(given.pattern))
-        for k in hashed:
-            bound = bound & (F.col(k).isNotNull() if k in given.pattern else F.lit(False))
-        routed = given.frame.withColumn(_BUCKET, F.explode(F.when(bound, F.array(bucket_of)).otherwise(spread_all)))
+        targets = spread_all  # a punctuation binding every hashed key goes to its bucket only
+        if hashed and set(hashed) <= set(given.pattern):
+            bound = F.lit(True)
+            for k in hashed:
+                bound = bound & F.col(k).isNotNull()
+            targets = F.when(bound, F.array(bucket_of)).otherwise(spread_all)
+        routed = given.frame.withColumn(_BUCKET, F.explode(targets))
         parts.append(_select(routed, columns, {**{c: F.col(c) for c in routed.columns}, KIND: F.lit(PUNCTUATION)}))
         sequenced.append(given.frame.select("row_num", F.lit(PUNCTUATION).alias(KIND),
                                             F.lit(None).cast("long").alias(WID_CLOSED)))
