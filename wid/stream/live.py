@@ -22,13 +22,11 @@ with the on-time tuples that arrived before it.
 from __future__ import annotations
 
 import itertools
-import logging
 import re
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.range import WID, range_aggregate
@@ -44,7 +42,6 @@ EMIT_ROW = "emit_row"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _BUCKET, _ONE = "_wid_bucket", "_wid_one"
 _views = itertools.count()
-log = logging.getLogger("wid.live")
 
 
 @dataclass
@@ -105,28 +102,22 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     compiled = _compiled(spark, query_text, tuples)
     marks = punctuation.marks(compiled) if punctuation is not None else Marks()
     given = marks.given
-    pattern = given.pattern if given is not None else marks.pattern
-    shapes = given.shapes if given is not None else ((marks.pattern,) if marks.pattern else ((),))
     if spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (None, ""):
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
 
     tagged, keys = compiled.tagged, list(compiled.keys)
     payload = list(tuples.columns)
     values = [a.arg for a in compiled.aggregates if a.arg is not None]
-    schema = tagged.schema
+    carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
+    columns = [StructField(_BUCKET, IntegerType()), StructField("row_num", LongType()),
+               StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
+               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType())]
     hashed = list(marks.pattern) or keys
     spread_all = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
-    carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
-    columns = [StructField(_BUCKET, IntegerType()), StructField("row_num", LongType()),
-               StructField(KIND, IntegerType()), *_typed(schema, carried),
-               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType())]
     own = marks.closed if marks.pattern else None
     parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, _BUCKET: bucket_of,
                                        KIND: F.lit(TUPLE), WID_CLOSED: own if own is not None else F.lit(None)})]
-    sequenced = [tagged.select(F.col("row_num"), F.lit(TUPLE).alias(KIND),
-                               (marks.closed if marks.closed is not None and not marks.pattern else F.lit(None))
-                               .cast("long").alias(WID_CLOSED))]
     if given is not None:
         targets = spread_all  # a punctuation binding every hashed key goes to its bucket only
         if hashed and set(hashed) <= set(given.pattern):
@@ -136,37 +127,55 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
             targets = F.when(bound, F.array(bucket_of)).otherwise(spread_all)
         routed = given.frame.withColumn(_BUCKET, F.explode(targets))
         parts.append(_select(routed, columns, {**{c: F.col(c) for c in routed.columns}, KIND: F.lit(PUNCTUATION)}))
-        sequenced.append(given.frame.select("row_num", F.lit(PUNCTUATION).alias(KIND),
-                                            F.lit(None).cast("long").alias(WID_CLOSED)))
-    if ending:
-        sequenced.append(stream.where(F.col(END_COLUMN)).select(
-            "row_num", F.lit(END).alias(KIND), F.lit(None).cast("long").alias(WID_CLOSED)))
-    narrow = sequenced[0]
-    for other in sequenced[1:]:
-        narrow = narrow.unionByName(other)
-    global_marks = (narrow.withColumn(_ONE, F.lit(0)).groupBy(_ONE).transformWithStateInPandas(
-        Sequencer(marks.shift), "row_num long, _wid_kind int, wid_closed long", "Append", "None")
-        .withColumn(_BUCKET, F.explode(spread_all)))
-    parts.append(_select(global_marks, columns, {c: F.col(c) for c in global_marks.columns}))
-    merged = parts[0]
-    for other in parts[1:]:
-        merged = merged.unionByName(other)
+    on_all = _sequenced(stream, tagged, marks).withColumn(_BUCKET, F.explode(spread_all))
+    parts.append(_select(on_all, columns, {c: F.col(c) for c in on_all.columns}))
+    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent",
+                     tuple(f.name for f in columns))
+    out = _union(parts).groupBy(_BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output,
+                                                                    "Append", "None")
+    return _views_of(compiled, out, payload)
 
-    aggregates = list(compiled.aggregates)
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out
+
+
+def _sequenced(stream: DataFrame, tagged: DataFrame, marks: Marks) -> DataFrame:
+    """The :class:`Sequencer` over every element's ``(row_num, kind, own mark on all keys)``:
+    the punctuations on all keys and the end marker."""
+    on_all = marks.closed if marks.closed is not None and not marks.pattern else F.lit(None)
+    elements = [tagged.select("row_num", F.lit(TUPLE).alias(KIND), on_all.cast("long").alias(WID_CLOSED))]
+    if marks.given is not None:
+        elements.append(marks.given.frame.select("row_num", F.lit(PUNCTUATION).alias(KIND),
+                                                 F.lit(None).cast("long").alias(WID_CLOSED)))
+    if END_COLUMN in stream.columns:
+        elements.append(stream.where(F.col(END_COLUMN)).select(
+            "row_num", F.lit(END).alias(KIND), F.lit(None).cast("long").alias(WID_CLOSED)))
+    return (_union(elements).withColumn(_ONE, F.lit(0)).groupBy(_ONE).transformWithStateInPandas(
+        Sequencer(marks.shift), "row_num long, _wid_kind int, wid_closed long", "Append", "None"))
+
+
+def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool,
+            columns: tuple[str, ...]) -> Layout:
+    """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
+    tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
+    given = marks.given
+    pattern = given.pattern if given is not None else marks.pattern
+    shapes = given.shapes if given is not None else (marks.pattern,)
     partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
         *[p.alias(name) for i, a in enumerate(aggregates) for name, p, _ in a.partials(i)]).schema
     finals = range_aggregate(tagged, keys, aggregates).schema
-    output = StructType([StructField("kind", StringType()), *_typed(schema, payload),
-                         *_typed(schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
+    output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
+                         *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
                          StructField(EMIT_ROW, LongType()), *_typed(finals, [a.alias for a in aggregates])])
-    layout = Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
-                    own=own is not None, consistent=punctuation is not None and punctuation.mode == "consistent",
-                    pane_schema=partials,
-                    closed_schema=StructType([StructField("_wid_shape", IntegerType()),
-                                              *_typed(schema, list(pattern)), StructField(WID_CLOSED, LongType())]),
-                    output=output, columns=tuple(f.name for f in columns))
-    out = merged.groupBy(_BUCKET).transformWithStateInPandas(PaneProcessor(layout), output, "Append", "None")
-    return _views_of(compiled, out, payload)
+    closed = StructType([StructField("_wid_shape", IntegerType()), *_typed(tagged.schema, list(pattern)),
+                         StructField(WID_CLOSED, LongType())])
+    return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
+                  own=bool(marks.pattern), consistent=consistent, pane_schema=partials, closed_schema=closed,
+                  output=output, columns=columns)
 
 
 def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str]) -> Live:
