@@ -38,6 +38,7 @@ def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: b
         raise WidError(f"{directory} is not empty")
     directory.mkdir(parents=True, exist_ok=True)
     frame = table.orderBy("row_num").toArrow()
+    frame = frame.cast(pa.schema([f.with_nullable(True) for f in frame.schema]))  # the marker's NULLs
     frame = frame.append_column(END_COLUMN, pa.array([False] * frame.num_rows, pa.bool_()))
     size = -(-frame.num_rows // max(parts, 1))
     pieces = [frame.slice(i * size, size) for i in range(parts)]
