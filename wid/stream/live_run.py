@@ -83,7 +83,7 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
     while True:
         done = query.awaitTermination(0.5)
         for progress in query.recentProgress:
-            if progress["batchId"] > (seen[-1]["batchId"] if seen else -1) and progress.get("numInputRows", 0) >= 0:
+            if progress["batchId"] > (seen[-1]["batchId"] if seen else -1):
                 seen.append(progress)
                 log.info(progress_line(progress))
         if done or not query.isActive:
