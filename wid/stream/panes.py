@@ -68,7 +68,8 @@ def finals(frame: pd.DataFrame, aggregates: list[Aggregate]) -> dict[str, pd.Ser
 
 def spread(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(row, w)`` for every id ``lo[row] <= w <= hi[row]`` (empty ranges give none)."""
-    n = np.maximum(hi - lo + 1, 0)
+    with np.errstate(over="ignore"):  # hi may be the int64 minimum (nothing closed): no ids
+        n = np.where(hi >= lo, hi - lo + 1, 0)
     rows = np.repeat(np.arange(len(lo)), n)
     start = np.repeat(np.cumsum(n) - n, n)
     return rows, lo[rows] + (np.arange(int(n.sum())) - start)
