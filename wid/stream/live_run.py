@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from pathlib import Path
 
@@ -92,7 +93,9 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
             query.stop()
             break
     if query.exception() is not None:
-        raise WidError(f"live query failed: {str(query.exception()).splitlines()[0]}")
+        text = str(query.exception())
+        found = re.search(r"wid: ([^\n]*)", text)  # a check of wid's, raised in a processor or a Column
+        raise WidError(found.group(1) if found else f"live query failed: {text.splitlines()[0]}")
     return seen
 
 
