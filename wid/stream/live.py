@@ -32,7 +32,8 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from wid.aggregate.range import WID, range_aggregate
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
-from wid.query import CompiledQuery, WindowQuery, compile_query, resolved
+from wid.query import CompiledQuery, compile_query, resolved
+from wid.text import WindowQuery
 from wid.spec.windows import Sliding
 from wid.stream.live_state import END, KIND, PUNCTUATION, TUPLE, Layout, PaneProcessor, Sequencer
 from wid.stream.punctuate import Generator, Marks
