@@ -34,7 +34,6 @@ from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.text import WindowQuery
-from wid.spec.windows import Sliding
 from wid.stream.live_state import END, KIND, PUNCTUATION, TUPLE, Layout, PaneProcessor, Sequencer
 from wid.stream.punctuate import Generator, Marks
 
@@ -65,10 +64,9 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
     text = re.sub(rf"(\bFROM\s+){re.escape(source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
     compiled = compile_query(spark, text)
-    spec = compiled.spec
-    if not isinstance(spec, Sliding) or spec.positional:
+    if not compiled.spec.live:
         raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute, "
-                       f"not {type(spec).__name__}")
+                       f"not {type(compiled.spec).__name__}")
     if compiled.query.order_by or compiled.query.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     if not all(a.decomposable for a in compiled.aggregates):
