@@ -8,6 +8,7 @@ from wid.errors import WidError
 from wid.query import query
 from wid.sql import create_view, register, run_sql
 from wid.stream import punctuate
+from wid.stream.live import Live, live
 from wid.stream.replay import Replay, replay
 
-__all__ = ["WidError", "query", "register", "create_view", "run_sql", "punctuate", "replay", "Replay"]
+__all__ = ["WidError", "query", "register", "create_view", "run_sql", "punctuate", "replay", "Replay", "live", "Live"]

@@ -27,6 +27,7 @@ from wid.bucket.spl import operational_bucket
 from wid.console import aligned, log
 from wid.datasets.traffic import traffic
 from wid.errors import WidError
+from wid.live_bench import live_bench
 from wid.query import compile_query, query
 from wid.spec.spl import parse_spl
 
@@ -360,6 +361,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"time only [{ROWS_CLAUSE}] on --rows, unpartitioned vs PATTR seg_id (cores busy)")
     parser.add_argument("--fca", type=int, metavar="SECONDS",
                         help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
+    parser.add_argument("--live", action="store_true",
+                        help="time only wid live mode vs Spark's streaming window() with a watermark on --rows")
     parser.set_defaults(command=run)
     return parser
 
@@ -368,6 +371,9 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid bench``: progress on stderr, the table on stdout."""
     if min(args.rows, args.segments, args.slide, args.repeat) < 1:
         raise WidError("--rows, --segments, --slide and --repeat must be >= 1")
+    if args.live:
+        print("\n".join(live_bench(session(), args.rows, args.segments)))
+        return 0
     if args.spl:
         for name, best in spl(session(), args.rows, args.repeat).items():
             print(f"[{SPL_CLAUSE}] {name}: {args.rows} rows in {best:.2f} s ({args.rows / best:,.0f} rows/s)")

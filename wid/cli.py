@@ -23,7 +23,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import NumericType
 
-from wid import bench, experiment
+from wid import bench, experiment, live_cli
 from wid.console import aligned, log
 from wid.errors import WidError
 from wid.plan import Plan
@@ -86,7 +86,7 @@ def _cell(value) -> str:
     return str(value)
 
 
-SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser]
+SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser, live_cli.add_parser]
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:

@@ -47,7 +47,7 @@ def local_session(
     """Start (or reuse) an embedded Spark session bound to 127.0.0.1 only.
 
     Defaults: UTC session time zone, 4 shuffle partitions, Arrow and AQE on,
-    no UI or progress bar, 4g driver memory, WARN logging. ``conf`` entries override them.
+    no UI or progress bar, 4g driver memory, WARN logging, 120 s for Python workers to connect back. ``conf`` entries override them.
     """
     find_java()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -62,6 +62,9 @@ def local_session(
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.adaptive.enabled": "true",
+        # Python workers (e.g. of transformWithStateInPandas) connect back over loopback; on a
+        # busy machine the default 15 s is not enough
+        "spark.python.authenticate.socketTimeout": "120s",
         **(conf or {}),
     }
     builder = SparkSession.builder.master(master).appName(app_name)

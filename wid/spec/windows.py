@@ -100,6 +100,13 @@ class WindowSpec(ABC):
                        f"not {type(self).__name__}")
 
 
+    @property
+    def live(self) -> bool:
+        """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
+        formula of its own value, with a closed upper end."""
+        return False
+
+
 class Operational(WindowSpec):
     """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
     buffers in arrival order (``row_num``), the same in any unit of the attributes."""
@@ -148,6 +155,10 @@ class Sliding(ContextFree):
     range: Number
     slide: Number
     wattr: str
+
+    @property
+    def live(self) -> bool:
+        return not self.positional  # ROWS positions come from a window function over the stream
 
     def __post_init__(self) -> None:
         positive("RANGE", self.range)

@@ -46,6 +46,21 @@ class Punctuations:
     shapes: tuple[tuple[str, ...], ...]
 
 
+@dataclass(frozen=True)
+class Marks:
+    """How a generator punctuates a live stream (:mod:`wid.stream.live`), tuple by tuple.
+
+    ``closed`` (a Column of the tagged tuple, NULL: none): the tuple's arrival brings a
+    punctuation closing every window ``w <= closed`` for the tuple's ``pattern`` keys (all
+    keys when ``pattern`` is empty), at ``row_num + shift``. ``given``: punctuations supplied
+    by the source, a streaming frame. Replay's running maxima are the live state's."""
+
+    closed: Column | None = None
+    shift: int = 0
+    pattern: tuple[str, ...] = ()
+    given: Punctuations | None = None
+
+
 def _mode(mode: str) -> str:
     if mode not in MODES:
         raise WidError(f"punctuation mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -71,6 +86,10 @@ class Generator(ABC):
     @abstractmethod
     def punctuations(self, compiled) -> Punctuations:
         """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.query.CompiledQuery`)."""
+
+    @abstractmethod
+    def marks(self, compiled) -> Marks:
+        """The same punctuations, tuple by tuple, for a live stream (no scan over the stream)."""
 
     @staticmethod
     def closed(compiled, x: Column) -> Column:
@@ -118,6 +137,9 @@ class Embedded(Generator):
         shapes = tuple(s for n in range(len(names) + 1) for s in combinations(names, n))
         return Punctuations(frame, names, shapes)
 
+    def marks(self, compiled) -> Marks:
+        return Marks(given=self.punctuations(compiled))
+
 
 @dataclass(frozen=True)
 class Slack(Generator):
@@ -135,6 +157,11 @@ class Slack(Generator):
         frame = seen.select(at.cast("long").alias("row_num"), self.closed(compiled, bound).alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
 
+    def marks(self, compiled) -> Marks:
+        if self.by == "value":  # closed(max x - k) = max closed(x - k): closed is monotone
+            return Marks(self.closed(compiled, F.col(WID_X) - F.lit(self.amount * self.factor(compiled))))
+        return Marks(self.closed(compiled, F.col(WID_X)), shift=int(self.amount))
+
 
 @dataclass(frozen=True)
 class Heartbeat(Generator):
@@ -143,7 +170,8 @@ class Heartbeat(Generator):
     clock: str = "arrival_ts"
     mode: str = "generous"
 
-    def punctuations(self, compiled) -> Punctuations:
+    def _closed(self, compiled) -> Column:
+        """wid_closed of the heartbeat seen right after the tuple (NULL without a clock value)."""
         dtype = attribute_type(compiled.tagged, self.clock)
         if _time_like(dtype) != _time_like(attribute_type(compiled.tagged, compiled.spec.wattr)):
             raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
@@ -151,10 +179,15 @@ class Heartbeat(Generator):
         clock, factor = numeric_value(F.col(self.clock), dtype, self.clock)
         period = F.lit(self.every * factor)
         tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
+        return self.closed(compiled, tick - F.lit(self.skew * factor))
+
+    def punctuations(self, compiled) -> Punctuations:
         frame = compiled.tagged.where(F.col(self.clock).isNotNull()).select(
-            F.col("row_num").cast("long").alias("row_num"),
-            self.closed(compiled, tick - F.lit(self.skew * factor)).alias(WID_CLOSED))
+            F.col("row_num").cast("long").alias("row_num"), self._closed(compiled).alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
+
+    def marks(self, compiled) -> Marks:
+        return Marks(self._closed(compiled))
 
 
 @dataclass(frozen=True)
@@ -172,6 +205,9 @@ class OrderedBy(Generator):
         frame = compiled.tagged.select(F.col("row_num").cast("long").alias("row_num"), *names,
                                        self.closed(compiled, F.col(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,))
+
+    def marks(self, compiled) -> Marks:
+        return Marks(self.closed(compiled, F.col(WID_X)), pattern=self.punctuations(compiled).pattern)
 
 
 def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
@@ -288,4 +324,4 @@ def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
     return OrderedBy(tuple(keys), _mode(mode))
 
 
-__all__ = ["Generator", "Punctuations", "embedded", "heartbeat", "ordered_by", "slack"]
+__all__ = ["Generator", "Marks", "Punctuations", "embedded", "heartbeat", "ordered_by", "slack"]

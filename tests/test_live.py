@@ -1,0 +1,190 @@
+"""Live mode (SPEC section 7): run to completion over files, the output equals ``wid.replay``.
+
+A seeded random stream (out of order, row_num with gaps, embedded punctuations in the same
+files) is split into parquet files read one per micro-batch with ``Trigger.AvailableNow``;
+every generator's live query runs (one streaming query each, a few at once, one Spark session) and
+its committed sink is compared with ``wid.replay`` on the same rows: results with
+``emit_row``, and every late row. ``wid.replay`` is checked against an independent streaming
+simulation in tests/test_replay.py.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from wid import punctuate
+from wid.errors import WidError
+from wid.stream import live_run
+from wid.stream.live import live
+from wid.stream.replay import replay
+
+from connect_server import connect_server, spark_env
+
+pytestmark = pytest.mark.slow
+
+VIEW = "wid_live_s"
+QUERY = (f"SELECT k, count(*) AS n, sum(v) AS total, avg(v) AS mean, max(x) AS hi FROM {VIEW} "
+         "[RANGE 6 SLIDE 2 WATTR x] GROUP BY k")
+FLAG = "is_punctuation"
+WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
+
+
+def rows(seed: int = 7, n: int = 90) -> list[tuple]:
+    """``(row_num, k, x, v, arrival, is_punctuation)``: tuples ``x`` up to 5 behind arrival
+    (30 %), row_num with gaps; every 9th element also a punctuation (a key or the wildcard,
+    bound 1 behind arrival: some tuples come after it)."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        x = i - (rnd.uniform(0, 5) if rnd.random() < 0.3 else 0.0)
+        out.append((2 * i, rnd.choice("abc"), x, rnd.randint(0, 9), float(i), False))
+        if i % 9 == 8:
+            out.append((2 * i, rnd.choice(["a", "b", None]), i - 1.0, None, None, True))
+    return out
+
+
+def generators(spark: SparkSession, punctuations: DataFrame) -> dict:
+    return {
+        "slack": punctuate.slack(1),
+        "slack_consistent": punctuate.slack(2, mode="consistent"),
+        "slack_rows": punctuate.slack(6, by="rows"),
+        "heartbeat": punctuate.heartbeat(2, 1, clock="arrival"),
+        "ordered_by": punctuate.ordered_by("k"),
+        "embedded": punctuate.embedded(punctuations),
+        "embedded_consistent": punctuate.embedded(punctuations, mode="consistent"),
+        "end_only": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def stream(spark, tmp_path_factory) -> tuple[Path, DataFrame]:
+    """The files (3 parts + the end marker) and the static tuples registered as the replayed view."""
+    everything = spark.createDataFrame(rows(), f"row_num long, k string, x double, v long, arrival double, {FLAG} boolean")
+    directory = live_run.split_into_files(everything, tmp_path_factory.mktemp("live") / "in", 3)
+    everything.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW)
+    return directory, everything
+
+
+def _split(source: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Tuples and embedded punctuations of one streaming source (so they share its micro-batches)."""
+    tuples = source.where(~F.coalesce(F.col(FLAG), F.lit(False))).drop(FLAG)
+    return tuples, source.where(F.col(FLAG)).select("row_num", "k", "x")
+
+
+@pytest.fixture(scope="module")
+def outputs(spark, stream, tmp_path_factory) -> dict:
+    """Every generator's live query run to completion, ``WAVE`` queries at a time."""
+    directory, everything = stream
+    static_punctuations = everything.where(F.col(FLAG)).select("row_num", "k", "x")
+    source = live_run.source(spark, directory)
+    tuples, punctuations = _split(source)
+    work = tmp_path_factory.mktemp("sinks")
+    jobs = {name: live(spark, QUERY, tuples, generator) for name, generator in generators(spark, punctuations).items()}
+    names = list(jobs)
+    for wave in range(0, len(names), WAVE):
+        started = [live_run.start(jobs[n], work / n / "out", work / n / "checkpoint") for n in names[wave:wave + WAVE]]
+        for query in started:
+            live_run.run(query)
+    return {name: (live_run.read_output(spark, job, work / name / "out"), static_punctuations)
+            for name, job in jobs.items()}
+
+
+def _replayed(spark, name: str, static_punctuations: DataFrame):
+    return replay(spark, QUERY, punctuation=generators(spark, static_punctuations)[name])
+
+
+@pytest.mark.parametrize("name", list(generators(None, None)))
+def test_live_equals_replay(spark, outputs, name):
+    (results, late), static_punctuations = outputs[name]
+    expected = _replayed(spark, name, static_punctuations)
+    assert results.columns == expected.results.columns and late.columns == expected.late.columns
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    assert results.where(F.col("emit_row").isNotNull()).count() > 0 or name == "end_only"
+
+
+def test_some_generators_have_late_rows(outputs):
+    lates = {name: out[0][1].count() for name, out in outputs.items()}
+    assert lates["slack"] > 0 and lates["embedded_consistent"] > lates["embedded"] > 0 and lates["end_only"] == 0
+
+
+def test_restart_after_a_stop_in_the_middle_gives_the_replay_output(spark, stream, tmp_path):
+    """Stopped once two micro-batches are done (in the third), restarted from the checkpoint."""
+    directory, _ = stream
+    tuples, _ = _split(live_run.source(spark, directory))
+    generator = punctuate.slack(1, mode="consistent")
+    first = live(spark, QUERY, tuples, generator)
+    done = live_run.run(live_run.start(first, tmp_path / "out", tmp_path / "checkpoint"), stop_after=2)
+    assert 2 <= len(done) < 4
+    again = live(spark, QUERY, tuples, generator)
+    live_run.run(live_run.start(again, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, again, tmp_path / "out")
+    expected = replay(spark, QUERY, punctuation=generator)
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_row_num_going_backwards_across_micro_batches_is_an_error(spark, tmp_path):
+    frame = spark.createDataFrame([(10, "a", 1.0, 1), (11, "a", 2.0, 1), (5, "b", 3.0, 1), (12, "b", 4.0, 1)],
+                                  "row_num long, k string, x double, v long")
+    directory = tmp_path / "in"
+    directory.mkdir()
+    for i, part in enumerate([frame.limit(2), frame.where("row_num = 5 or row_num = 12")]):
+        live_run.split_into_files(part, directory / f"p{i}", 1, end=False)
+        shutil.move(directory / f"p{i}" / "part-00000.parquet", directory / f"part-{i}.parquet")
+        (directory / f"p{i}").rmdir()
+    spark.read.parquet(str(directory)).drop("wid_end").createOrReplaceTempView(VIEW + "_bad")
+    lv = live(spark, QUERY.replace(VIEW, VIEW + "_bad"), live_run.source(spark, directory), punctuate.slack(1))
+    with pytest.raises(WidError, match="row_num 5 arrives after row_num 11"):
+        live_run.run(live_run.start(lv, tmp_path / "out", tmp_path / "checkpoint"))
+
+
+def test_bad_arguments_are_named(spark, stream):
+    directory, _ = stream
+    tuples, _ = _split(live_run.source(spark, directory))
+    with pytest.raises(WidError, match="streaming DataFrame"):
+        live(spark, QUERY, spark.table(VIEW))
+    with pytest.raises(WidError, match="wid.punctuate"):
+        live(spark, QUERY, tuples, punctuation="slack")
+    with pytest.raises(WidError, match="ORDER BY and LIMIT"):
+        live(spark, QUERY + " ORDER BY k", tuples)
+    with pytest.raises(WidError, match="not TupleSliding"):
+        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", tuples)
+
+
+def run_remote(url: str, directory: Path, work: Path) -> None:
+    """On a Spark Connect session: slack (consistent) live over the files in ``directory``."""
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    try:
+        tuples, _ = _split(live_run.source(spark, directory))
+        job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
+        live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
+    finally:
+        spark.stop()
+
+
+def test_live_over_spark_connect_equals_replay(spark, stream, tmp_path):
+    directory, _ = stream
+    with connect_server(tmp_path / "server.log") as url:
+        client = subprocess.run([sys.executable, __file__, url, str(directory), str(tmp_path)], env=spark_env(),
+                                capture_output=True, text=True, timeout=1500)
+    assert client.returncode == 0, client.stderr[-5000:]
+    tuples, _ = _split(live_run.source(spark, directory))
+    job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, QUERY, punctuation=punctuate.slack(1, mode="consistent"))
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+
+
+if __name__ == "__main__":
+    run_remote(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))

@@ -1,0 +1,106 @@
+"""Running live mode: a stream split into parquet files, a checkpointed file sink, progress lines.
+
+- :func:`split_into_files`: a table in ``row_num`` order as ``parts`` parquet files (modification
+  times increasing, the order a file source reads them in), each with ``wid_end`` false, and a
+  last file holding the end-of-stream marker;
+- :func:`run`: start ``Live.frame`` into a parquet sink with a checkpoint (one micro-batch per
+  file, ``Trigger.AvailableNow`` by default), logging a line per micro-batch, until it stops;
+- :func:`read_output`: the sink's committed rows as ``(results, late)``.
+
+The file sink records each micro-batch in its log, and the checkpoint holds the source offsets
+and the state: a query stopped or killed in the middle of a batch re-runs that batch on restart,
+and readers of the sink see every row exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from wid.errors import WidError
+from wid.stream.live import END_COLUMN, Live
+
+log = logging.getLogger("wid.live")
+
+
+def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: bool = True) -> Path:
+    """Write ``table`` (with ``row_num``) into ``directory`` as ``parts`` files of consecutive
+    ``row_num`` ranges, plus the end marker (``row_num`` = last + 1) when ``end``."""
+    directory = Path(directory)
+    if directory.exists() and any(directory.iterdir()):
+        raise WidError(f"{directory} is not empty")
+    directory.mkdir(parents=True, exist_ok=True)
+    frame = table.orderBy("row_num").toArrow()
+    frame = frame.cast(pa.schema([f.with_nullable(True) for f in frame.schema]))  # the marker's NULLs
+    frame = frame.append_column(END_COLUMN, pa.array([False] * frame.num_rows, pa.bool_()))
+    size = -(-frame.num_rows // max(parts, 1))
+    pieces = [frame.slice(i * size, size) for i in range(parts)]
+    if end:
+        last = frame["row_num"][-1].as_py() if frame.num_rows else -1
+        marker = {c: pa.nulls(1, frame.schema.field(c).type) for c in frame.column_names}
+        marker["row_num"], marker[END_COLUMN] = pa.array([last + 1], pa.int64()), pa.array([True])
+        pieces.append(pa.table(marker, schema=frame.schema))
+    base = time.time() - len(pieces) - 10
+    for i, piece in enumerate(pieces):
+        path = directory / f"part-{i:05d}.parquet"
+        pq.write_table(piece, path)
+        os.utime(path, (base + i, base + i))
+    return directory
+
+
+def source(spark: SparkSession, directory: str | Path, files_per_batch: int = 1) -> DataFrame:
+    """A streaming DataFrame over the parquet files of ``directory``, oldest first."""
+    schema = spark.read.parquet(str(directory)).schema
+    return (spark.readStream.schema(schema).option("maxFilesPerTrigger", files_per_batch)
+            .parquet(str(directory)))
+
+
+def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: bool = True) -> StreamingQuery:
+    """``live.frame`` appended to the parquet files of ``sink``, checkpointed in ``checkpoint``."""
+    writer = live.frame.writeStream.format("parquet").option("checkpointLocation", str(checkpoint))
+    writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="1 second")
+    return writer.outputMode("append").start(str(sink))
+
+
+def progress_line(progress: dict) -> str:
+    """One line for a micro-batch's progress: rows in, rows/s, state rows of each operator."""
+    states = ", ".join(f"{s.get('numRowsTotal', 0)} state rows" for s in progress.get("stateOperators", []))
+    return (f"batch {progress.get('batchId')}: {progress.get('numInputRows', 0)} rows in, "
+            f"{progress.get('processedRowsPerSecond', 0.0):.0f} rows/s; {states}")
+
+
+def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
+    """Wait for ``query`` to end, logging each micro-batch; ``stop_after``: stop it once that
+    many batches are done (a stop in the middle of the next one). The progress of every batch."""
+    seen: list[dict] = []
+    while True:
+        done = query.awaitTermination(0.5)
+        for progress in query.recentProgress:
+            if progress["batchId"] > (seen[-1]["batchId"] if seen else -1):
+                seen.append(progress)
+                log.info(progress_line(progress))
+        if done or not query.isActive:
+            break
+        if stop_after is not None and len(seen) >= stop_after:
+            query.stop()
+            break
+    if query.exception() is not None:
+        text = str(query.exception())
+        found = re.search(r"wid: ([^\n]*)", text)  # a check of wid's, raised in a processor or a Column
+        raise WidError(found.group(1) if found else f"live query failed: {text.splitlines()[0]}")
+    return seen
+
+
+def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[DataFrame, DataFrame]:
+    """``(results, late)`` from the sink's committed files, in ``live``'s columns."""
+    rows = spark.read.schema(live.frame.schema).parquet(str(sink))
+    return (rows.where(rows.kind == "result").select(*live.results.columns),
+            rows.where(rows.kind == "late").select(*live.late.columns))

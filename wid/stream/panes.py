@@ -1,0 +1,75 @@
+"""Pane partials in pandas, for the live state: window-agnostic like :mod:`wid.aggregate.range`.
+
+A pane is ``(keys, wid_lo, wid_hi)`` with the decomposable partials of the tuples whose
+(on-time) range it is: ``count -> sum``, ``sum -> sum``, ``min -> min``, ``max -> max``,
+``avg -> (sum of doubles, count)``. Panes of equal range merge; a window's aggregate is the
+merge of the panes whose range holds it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wid.aggregate.range import Aggregate
+
+LO, HI = "wid_lo", "wid_hi"
+
+
+def partial_names(aggregates: list[Aggregate]) -> list[tuple[str, str]]:
+    """``(partial column, merge: sum|min|max)`` per partial, named as :meth:`Aggregate.partials`."""
+    out: list[tuple[str, str]] = []
+    for i, a in enumerate(aggregates):
+        name = f"_wid_p{i}"
+        if a.fn == "avg":
+            out += [(name + "s", "sum"), (name + "n", "sum")]
+        else:
+            out.append((name, "sum" if a.fn == "count" else a.fn))
+    return out
+
+
+def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate]) -> pd.DataFrame:
+    """One partial row per tuple (the partials of a one-tuple pane)."""
+    out = {}
+    for i, a in enumerate(aggregates):
+        name = f"_wid_p{i}"
+        value = tuples[a.arg] if a.arg is not None else pd.Series(1, index=tuples.index, dtype="int64")
+        if a.fn == "count":
+            out[name] = value.notna().astype("int64")
+        elif a.fn == "avg":
+            out[name + "s"], out[name + "n"] = value.astype("float64"), value.notna().astype("int64")
+        else:
+            out[name] = value
+    return pd.DataFrame(out, index=tuples.index)
+
+
+def merge(frame: pd.DataFrame, by: list[str], aggregates: list[Aggregate]) -> pd.DataFrame:
+    """Partials of equal ``by`` combined (NULL keys are a group; a sum of NULLs stays NULL)."""
+    if frame.empty:
+        return frame[[*by, *[n for n, _ in partial_names(aggregates)]]].reset_index(drop=True)
+    groups = frame.groupby(by, dropna=False, sort=False)
+    parts = [groups[name].sum(min_count=1) if how == "sum" else getattr(groups[name], how)()
+             for name, how in partial_names(aggregates)]
+    return pd.concat(parts, axis=1).reset_index()
+
+
+def finals(frame: pd.DataFrame, aggregates: list[Aggregate]) -> dict[str, pd.Series]:
+    """Each aggregate's value (by alias) from merged partials."""
+    out = {}
+    for i, a in enumerate(aggregates):
+        name = f"_wid_p{i}"
+        if a.fn == "avg":
+            n = frame[name + "n"]
+            out[a.alias] = (frame[name + "s"] / n.where(n > 0)).astype("float64")
+        else:
+            out[a.alias] = frame[name]
+    return out
+
+
+def spread(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, w)`` for every id ``lo[row] <= w <= hi[row]`` (empty ranges give none)."""
+    with np.errstate(over="ignore"):  # hi may be the int64 minimum (nothing closed): no ids
+        n = np.where(hi >= lo, hi - lo + 1, 0)
+    rows = np.repeat(np.arange(len(lo)), n)
+    start = np.repeat(np.cumsum(n) - n, n)
+    return rows, lo[rows] + (np.arange(int(n.sum())) - start)
