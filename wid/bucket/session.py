@@ -77,12 +77,18 @@ def session_bucket(df: DataFrame, spec: Session) -> DataFrame:
     x, _ = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
     tagged = df.withColumn(WID_X, checked(x, dtype, spec.wattr))
     a = F.col(spec.wattr)
-    opens, end = _arithmetic(dtype, spec)
+    opens, _ = _arithmetic(dtype, spec)
     order = Window.partitionBy(*spec.keys).orderBy(WID_X)  # ties: the same session (g > 0)
     previous = F.lag(a).over(order)
     tagged = tagged.withColumn(_NEW, F.when(previous.isNull() | opens(a, previous), 1).otherwise(0))
     sid = (F.sum(_NEW).over(order.rowsBetween(Window.unboundedPreceding, Window.currentRow)) - 1).cast("long")
-    tagged = tagged.withColumn(WID_LO, sid).withColumn(WID_HI, F.col(WID_LO))
+    return with_extents(tagged.withColumn(WID_LO, sid).withColumn(WID_HI, F.col(WID_LO)).drop(_NEW), spec)
+
+
+def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
+    """``tagged`` (session ids in ``wid_lo``) plus each session's ``session_start`` (first ``a``)
+    and ``session_end`` (last ``a + g``)."""
+    a = F.col(spec.wattr)
+    _, end = _arithmetic(attribute_type(tagged, spec.wattr), spec)
     session = Window.partitionBy(*spec.keys, WID_LO)
-    return (tagged.withColumn(SESSION_START, F.min(a).over(session))
-            .withColumn(SESSION_END, end(F.max(a).over(session))).drop(_NEW))
+    return tagged.withColumn(SESSION_START, F.min(a).over(session)).withColumn(SESSION_END, end(F.max(a).over(session)))

@@ -96,7 +96,7 @@ class WindowSpec(ABC):
     def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
         """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
-        raise WidError("replay supports sliding, tumbling, landmark and slide-by-tuple windows, "
+        raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
                        f"not {type(self).__name__}")
 
 
@@ -353,3 +353,9 @@ class Session(WindowSpec):
         from wid.bucket.session import session_bucket
 
         return session_bucket(df, self)
+
+    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+        """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""
+        from wid.stream.session_replay import replay
+
+        return replay(compiled, punctuation)
