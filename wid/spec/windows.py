@@ -32,6 +32,11 @@ def _whole(name: str, value: Number) -> int:
     return int(value)
 
 
+def _no_lateness(allowed_lateness: Number) -> None:
+    if allowed_lateness:
+        raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
+
+
 class WindowSpec(ABC):
     """A window kind. ``wattr`` is the attribute whose value ``x`` places a tuple.
 
@@ -93,7 +98,7 @@ class WindowSpec(ABC):
 
         return range_aggregate(tagged, keys, aggregates)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
         raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
@@ -131,10 +136,10 @@ class ContextFree(WindowSpec):
 
         return bucket(df, self)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         from wid.stream.fcf_replay import replay
 
-        return replay(compiled, punctuation)
+        return replay(compiled, punctuation, allowed_lateness)
 
 
 @dataclass(frozen=True)
@@ -290,10 +295,11 @@ class SlideByTuple(WindowSpec):
 
         return aggregate(tagged, self, keys, aggregates)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""
         from wid.stream.fca_replay import replay
 
+        _no_lateness(allowed_lateness)
         return replay(compiled, punctuation)
 
 
@@ -354,8 +360,9 @@ class Session(WindowSpec):
 
         return session_bucket(df, self)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""
         from wid.stream.session_replay import replay
 
+        _no_lateness(allowed_lateness)
         return replay(compiled, punctuation)
