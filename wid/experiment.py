@@ -55,7 +55,7 @@ def _points(curve: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
     return [(name, value, {**options, name: value}) for value in options[name]]
 
 
-def _generator(scheme: str, options: dict[str, Any], plan: Plan, stream):
+def generator(scheme: str, options: dict[str, Any], plan: Plan, stream):
     try:
         if scheme == "slack":
             return punctuate.slack(**options)
@@ -92,7 +92,7 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
         scheme = curve.get("punctuation", "")
         for parameter, value, options in _points(curve):
             started = time.monotonic()
-            rep = replay(spark, plan.query, _generator(scheme, dict(options), plan, stream))
+            rep = replay(spark, plan.query, generator(scheme, dict(options), plan, stream))
             figures = summary(rep, metric)
             out.append({"label": curve.get("label", scheme), "punctuation": scheme, "parameter": parameter,
                         "value": value, **figures, "seconds": round(time.monotonic() - started, 1)})
