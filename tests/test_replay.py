@@ -224,5 +224,5 @@ def test_bad_punctuations_are_named(spark, rows):
 
 
 def test_replay_of_an_operational_window_is_refused_with_its_kind(spark, rows):
-    with pytest.raises(WidError, match="replay supports sliding, tumbling, landmark and slide-by-tuple windows"):
+    with pytest.raises(WidError, match="replay supports sliding, tumbling, landmark, session and slide-by-tuple windows"):
         wid.replay(spark, "SELECT k, count(*) AS n FROM s [sliding, count(4), count(2) partitioned BY k]")
