@@ -149,15 +149,17 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
 def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]]:
     """``(group key, wid, content)`` of every non-empty emission of a ``wid.spec.flink.Discretization``
     (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
-    emission at the end). Every group's buffer exists from the start and sees every tick of the
+    emission at the end). Each EP returns how many head items to delete and the buffer loses the
+    largest (at most all): a count EP by its own counter (seed 001, C.1, Listing 16), a tumbling EP
+    its own count of arrivals since the last trigger (C.5). Every group's buffer exists from the start and sees every tick of the
     active time TPs; a passive time TP keeps the thesis's ``startTime``: a real item at
     ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``."""
     from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
-                           PunctuationTrigger, TimeEviction, TimeTrigger)
+                                PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 
     rows = sorted(rows, key=lambda r: r["row_num"])
     keys = sorted({tuple(r[c] for c in d.per_group) for r in rows})
-    buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}, "border": {}} for k in keys}
+    buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}, "border": {}, "evict": {}} for k in keys}
     windows: list[tuple[tuple, int, list[Row]]] = []
     t0 = rows[0][d.ts] if rows and d.timed else None
     ticks = sorted({
@@ -211,20 +213,34 @@ def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]
                     fire, b["border"][i] = True, row[d.ts] - (row[d.ts] - start) % p.granularity
         if fire:
             emit(key)
-        survivors = [list(b["items"])]
-        for e in d.evictions:
-            items = list(b["items"])
-            if isinstance(e, CountEviction) and len(items) >= e.max:
-                items = items[e.delete:]
+        deletions = [0]
+        for i, e in enumerate(d.evictions):
+            items = b["items"]
+            if isinstance(e, CountEviction):
+                counter = b["evict"].get(i, 0)
+                if counter >= e.max:
+                    deletions.append(e.delete)
+                    counter = 0 if counter - e.delete < 0 else counter - e.delete
+                b["evict"][i] = counter + 1
+            elif isinstance(e, TumblingEviction):
+                counter = b["evict"].get(i, 0)
+                if fire:
+                    deletions.append(counter)
+                    counter = 0
+                b["evict"][i] = counter + 1
             elif isinstance(e, TimeEviction):
-                items = [u for j, u in enumerate(items) if any(v[d.ts] >= row[d.ts] - e.granularity for v in items[:j + 1])]
+                k = 0
+                while k < len(items) and items[k][d.ts] < row[d.ts] - e.granularity:
+                    k += 1
+                deletions.append(k)
             elif isinstance(e, DeltaEviction):
-                while items and e.fn(vector(items[0], e.attrs), vector(row, e.attrs)) > e.threshold:
-                    items.pop(0)
+                k = 0
+                while k < len(items) and e.fn(vector(items[k], e.attrs), vector(row, e.attrs)) > e.threshold:
+                    k += 1
+                deletions.append(k)
             elif isinstance(e, PunctuationEviction) and row.get(e.marker):
-                items = []
-            survivors.append(items)
-        b["items"] = min(survivors, key=len) + [row]
+                deletions.append(len(items))
+        b["items"] = b["items"][max(deletions):] + [row]
     for key in keys:
         emit(key)
     return windows

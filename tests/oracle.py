@@ -185,3 +185,22 @@ def evaluate(
                 result[name] = _aggregate(fn, values)
             out.append(result)
     return out
+
+
+def sessions(rows: list[Row], gap: Fraction, attr: str, keys: Sequence[str] = ()) -> list[tuple[tuple, int, list[Row]]]:
+    """``(key, wid, tuples)`` of every session: per key, the tuples sorted by the exact value of
+    ``attr`` and cut wherever ``x_next - x_prev >= gap`` (``gap`` exact); ``wid`` numbers a
+    key's sessions from 0 in that order."""
+    out = []
+    groups: dict[tuple, list[Row]] = defaultdict(list)
+    for t in rows:
+        groups[tuple(t[k] for k in keys)].append(t)
+    for key, members in groups.items():
+        members = sorted(members, key=lambda t: seconds(t[attr]))
+        runs = [[members[0]]]
+        for prev, t in zip(members, members[1:]):
+            if seconds(t[attr]) - seconds(prev[attr]) >= gap:
+                runs.append([])
+            runs[-1].append(t)
+        out.extend((key, w, run) for w, run in enumerate(runs))
+    return out

@@ -9,7 +9,7 @@ import pytest
 from operational_sim import aggregate, simulate_flink
 
 import wid
-from wid.bucket.flink import path
+from wid.bucket.flink import flink_bucket, path
 from wid.errors import WidError
 from wid.spec import flink
 from wid.spec.flink import (
@@ -22,6 +22,7 @@ from wid.spec.flink import (
     PunctuationTrigger,
     TimeEviction,
     TimeTrigger,
+    TumblingEviction,
 )
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
@@ -55,6 +56,50 @@ def test_count_eviction_deleting_three_gives_windows_of_five_overlapping_by_two(
     stream(spark, [{"row_num": i} for i in range(1, 13)])
     got = windows(spark, Discretization([CountTrigger(3, start=-2)], [CountEviction(5, delete=3)]))
     assert got[0] == [1, 2, 3, 4, 5] and got[1] == [4, 5, 6, 7, 8] and got[2] == [7, 8, 9, 10, 11]
+
+
+def tagged_windows(spark, d, how):
+    """Emission -> sorted row_nums from the tags of path ``how`` (the scan, or a compiled path)."""
+    tags = flink_bucket(spark.table("s"), d, how).collect()
+    return {w: sorted(r.row_num for r in tags if r.wid_lo <= w <= r.wid_hi)
+            for w in sorted({w for r in tags for w in range(r.wid_lo, r.wid_hi + 1)})}
+
+
+def test_several_count_evictions_keep_their_own_counters(spark):
+    """Seed 001, C.1 (Listing 16), items 1..10 (v = row_num), count TPs every 2 and every 3, count
+    EPs (max 2, delete 2) and (max 3, delete 3). By hand, 0-based arrival j of item j+1:
+    TP2 fires at j = 2, 4, 6, 8; TP3 at j = 3, 6, 9. EP(2,2): counter >= 2 at j = 2, 4, 6, 8 ->
+    delete 2; EP(3,3): counter >= 3 at j = 3, 6, 9 -> delete 3 (the max wins, at most the buffer).
+      j=2: emit {1,2}; delete 2 -> [3]      j=3: emit {3}; EP(3,3) deletes 3 -> [4]
+      j=4: emit {4}; delete 2 -> [5]         j=5: -> [5,6]
+      j=6: emit {5,6}; delete 3 -> [7]       j=7: -> [7,8]
+      j=8: emit {7,8}; delete 2 -> [9]       j=9: emit {9}; delete 3 -> [10];  end: emit {10}
+    A size-based EP(3,3) would see one item at j=3 and keep it: {3,4} from the fourth item on."""
+    stream(spark, [{"row_num": i, "v": i} for i in range(1, 11)])
+    d = Discretization([CountTrigger(2), CountTrigger(3)], [CountEviction(2, delete=2), CountEviction(3, delete=3)])
+    sums = {0: 3, 1: 3, 2: 4, 3: 11, 4: 15, 5: 9, 6: 10}
+    assert d.path == "chain"
+    got = wid.query(spark, "SELECT wid, sum(v) AS total FROM s [flink]", d).collect()
+    assert {r.wid: r.total for r in got} == sums
+    expected = {0: [1, 2], 1: [3], 2: [4], 3: [5, 6], 4: [7, 8], 5: [9], 6: [10]}
+    assert tagged_windows(spark, d, "chain") == tagged_windows(spark, d, "scan") == expected
+
+
+def test_tumbling_eviction_clears_the_buffer_on_every_trigger(spark):
+    """Seed 001, C.5: count TPs every 8 and every 5 over items 1..20 fire at j = 5, 8, 10, 15, 16;
+    each firing emits and clears: {1..5}, {6,7,8}, {9,10}, {11..15}, {16}, end {17..20}."""
+    stream(spark, [{"row_num": i, "v": i} for i in range(1, 21)])
+    d = Discretization([CountTrigger(8), CountTrigger(5)], [TumblingEviction()])
+    assert d.path == "chain" and flink.from_dict({"triggers": [{"kind": "count", "every": 8},
+                                                               {"kind": "count", "every": 5}],
+                                                  "evictions": [{"kind": "tumbling"}]}) == d
+    got = wid.query(spark, "SELECT wid, sum(v) AS total FROM s [flink]", d).collect()
+    assert {r.wid: r.total for r in got} == {0: 15, 1: 21, 2: 19, 3: 65, 4: 16, 5: 74}
+    assert tagged_windows(spark, d, "chain") == tagged_windows(spark, d, "scan")
+    one = Discretization([CountTrigger(3, start=-2)], [TumblingEviction()])  # first firing at j = 5
+    assert one.path == "columns"
+    assert tagged_windows(spark, one, "columns") == {0: [1, 2, 3, 4, 5], 1: [6, 7, 8], 2: [9, 10, 11],
+                                                     3: [12, 13, 14], 4: [15, 16, 17], 5: [18, 19, 20]}
 
 
 def test_active_time_policies_close_windows_without_data(spark):
@@ -91,23 +136,26 @@ def test_several_triggers_fire_on_any_and_several_evictions_evict_the_max(spark)
     assert len(expected) > 4
 
 
-@pytest.mark.parametrize("name, d", [
-    ("Q1 last 5 s every 1 s", Discretization([TimeTrigger(1)], [TimeEviction(5)])),
-    ("Q2 last 100 items every minute", Discretization([TimeTrigger(60)], [CountEviction(100)])),
-    ("Q4 per-group count 100", Discretization([CountTrigger(100)], [CountEviction(100)], per_group=("k",))),
+@pytest.mark.parametrize("name, d, compiled", [
+    ("Q1 last 5 s every 1 s", Discretization([TimeTrigger(1)], [TimeEviction(5)]), True),
+    ("Q2 last 100 items every minute", Discretization([TimeTrigger(60)], [CountEviction(100)]), True),
+    ("Q4 per-group count 100", Discretization([CountTrigger(100)], [CountEviction(100)], per_group=("k",)), True),
+    # the count EP's own counter deletes one item per arrival past 1M even after the time EP's
+    # evictions, and the ticks evict too: no closed positions, the scan
     ("Q5 every 5 min the last 1M items not older than 10 min",
-     Discretization([TimeTrigger(300)], [CountEviction(1_000_000), TimeEviction(600)])),
-    ("Q3 central count 100 + groupBy", Discretization([CountTrigger(100)], [CountEviction(100)])),
-    ("Q10 central time TP + distributed count EP", Discretization([TimeTrigger(60)], [CountEviction(50)], per_group=("k",))),
+     Discretization([TimeTrigger(300)], [CountEviction(1_000_000), TimeEviction(600)]), False),
+    ("Q3 central count 100 + groupBy", Discretization([CountTrigger(100)], [CountEviction(100)]), True),
+    ("Q10 central time TP + distributed count EP",
+     Discretization([TimeTrigger(60)], [CountEviction(50)], per_group=("k",)), True),
 ])
-def test_thesis_queries_compile_and_match_the_simulator(spark, name, d):
+def test_thesis_queries_match_the_simulator(spark, name, d, compiled):
     rng = random.Random(name)
     t, rows = 0.0, []
     for i in range(600):
         t += rng.choice([0.5, 1, 2, 4])
         rows.append({"row_num": i, "v": float(rng.randint(0, 9)), "k": rng.choice("ab"), "arrival_ts": t})
     rows = stream(spark, rows)
-    assert d.compiled, name
+    assert d.compiled == compiled, name
     if name.startswith("Q5"):  # scale 1M / 10 min down to this stream: 40 items, 60 s
         d = Discretization([TimeTrigger(30)], [CountEviction(40), TimeEviction(60)])
     out = wid.query(spark, "SELECT wid, k, count(*) AS n, max(v) AS hi, min(row_num) AS first, "
@@ -179,7 +227,7 @@ FAMILIES = [
     (Discretization([CountTrigger(5)]), "columns"),
     (Discretization([TimeTrigger(1.5)], [TimeEviction(3)]), "columns"),
     (Discretization([TimeTrigger(2, delay=1)], [CountEviction(5)], per_group=("k",)), "columns"),
-    (Discretization([TimeTrigger(1)], [CountEviction(4), TimeEviction(2.5)]), "columns"),
+    (Discretization([TimeTrigger(1)], [CountEviction(4), TimeEviction(2.5)]), "scan"),
     (Discretization([TimeTrigger(1, start=-1.5)], [TimeEviction(2)], per_group=("k",)), "columns"),
     (Discretization([CountTrigger(3)], [TimeEviction(2)]), "chain"),
     (Discretization([CountTrigger(3, start=-1)], [TimeEviction(2), DeltaEviction(4, "v")]), "chain"),
@@ -191,8 +239,17 @@ FAMILIES = [
     (Discretization([DeltaTrigger(2, "v")], [TimeEviction(3), CountEviction(4)], per_group=("k",)), "chain"),
     (Discretization([DeltaTrigger(0, "v")], [CountEviction(5, delete=2)]), "chain"),
     (Discretization([TimeTrigger(1.5), CountTrigger(4)], [CountEviction(5)], per_group=("k",)), "scan"),
-    (Discretization([TimeTrigger(1, active=False), CountTrigger(4)], [CountEviction(4)]), "scan"),
-    (Discretization([CountTrigger(4)], [CountEviction(6, delete=2), TimeEviction(3)]), "scan"),
+    (Discretization([TimeTrigger(1, active=False), CountTrigger(4)], [CountEviction(4)]), "chain"),
+    (Discretization([CountTrigger(4)], [CountEviction(6, delete=2), TimeEviction(3)]), "chain"),
+    (Discretization([CountTrigger(2), CountTrigger(3)], [CountEviction(2, delete=2), CountEviction(3, delete=3)]),
+     "chain"),
+    (Discretization([CountTrigger(4)], [CountEviction(7, delete=2), CountEviction(5, delete=3)], per_group=("k",)),
+     "chain"),
+    (Discretization([TimeTrigger(2, active=False)], [CountEviction(4, delete=2), TimeEviction(3)]), "chain"),
+    (Discretization([CountTrigger(8), CountTrigger(5)], [TumblingEviction()]), "chain"),
+    (Discretization([CountTrigger(3, start=-2)], [TumblingEviction()], per_group=("k",)), "columns"),
+    (Discretization([DeltaTrigger(3, "v"), CountTrigger(5)], [TumblingEviction(), CountEviction(3)]), "chain"),
+    (Discretization([TimeTrigger(1.5)], [TumblingEviction()]), "scan"),
     (Discretization([PunctuationTrigger(), CountTrigger(6)], [PunctuationEviction(), TimeEviction(3)],
                     per_group=("k",)), "scan"),
 ]

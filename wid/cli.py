@@ -30,6 +30,7 @@ from wid.plan import Plan
 from wid.query import WindowQuery, query
 from wid.session import local_session, remote_session
 from wid.spec.flink import from_dict
+from wid.stream.replay import replay
 
 BAD_INPUT = 2
 _WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
@@ -53,8 +54,18 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     plan = Plan.load(args.plan)
     spark = session()
     source = plan.register(spark, args.rows)
-    # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink]
-    out = query(spark, plan.query, from_dict(plan.sections["flink"]) if "flink" in plan.sections else None)
+    # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink];
+    # a [replay] table replays the query: punctuation = scheme (as in [experiment] curves) + options,
+    # allowed_lateness
+    late = None
+    window = from_dict(plan.sections["flink"]) if "flink" in plan.sections else None
+    if "replay" in plan.sections:
+        options = dict(plan.sections["replay"])
+        scheme, lateness = options.pop("punctuation", "none"), options.pop("allowed_lateness", 0)
+        rep = replay(spark, plan.query, experiment.punctuation_of(scheme, options, plan, source), allowed_lateness=lateness)
+        out, late = rep.results, rep.late
+    else:
+        out = query(spark, plan.query, window)
     if args.out:
         writer = out.write.mode("errorifexists")
         (writer.option("header", True).csv if args.format == "csv" else writer.parquet)(args.out)
@@ -64,6 +75,8 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         keys = [c for c in out.columns if c != "wid" and c in source.columns]
         out = out.orderBy(*keys, "wid", *[c for c in out.columns if c not in keys and c != "wid"])
     print(table(out, args.limit))
+    if late is not None:
+        print(f"late: {late.count()} (tuple, window) rows")
     return 0
 
 

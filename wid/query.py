@@ -65,14 +65,15 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
     ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own."""
     parsed = WindowQuery.parse(text)
-    spec = parse_window(parsed.window) if spec is None else spec
+    spec = (parse_window(parsed.window) if spec is None else spec).grouped(tuple(parsed.group_by))
     try:
         source = spark.table(parsed.source)
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
     except AnalysisException:
         raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
-    if WID in [c.lower() for c in source.columns]:
-        raise WidError(f"view {parsed.source!r} already has a column named {WID!r}")
+    for name in (WID, *spec.extent_columns):
+        if name in [c.lower() for c in source.columns]:
+            raise WidError(f"view {parsed.source!r} already has a column named {name!r}")
     tagged = spec.bucket(source)
     if parsed.where:
         tagged = spec.where(tagged, F.expr(parsed.where))
@@ -88,6 +89,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
         if name not in source.columns:
             tagged = tagged.withColumn(name, F.expr(expr))
         keys[_normal(expr)] = name
+    keys.update({name: name for name in spec.extent_columns})  # one value per window: grouping adds nothing
 
     aggregates: list[Aggregate] = []
     output: list[tuple[str, str]] = []
@@ -111,6 +113,8 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
             raise WidError(f"select item {item.expr!r} is neither grouped (GROUP BY) nor an aggregate")
     if WID not in [c for c, _ in output]:
         output.insert(0, (WID, WID))
+    at = [c for c, _ in output].index(WID) + 1
+    output[at:at] = [(name, name) for name in spec.extent_columns if name not in [c for c, _ in output]]
     if not aggregates:
         raise WidError("a window query needs at least one aggregate in SELECT")
     return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output)

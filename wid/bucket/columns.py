@@ -36,6 +36,8 @@ WID_IN = "wid_in"
 WID = "wid"
 #: Replay: the row_num of the punctuation on whose arrival a result was emitted (NULL: end of stream).
 EMIT_ROW = "emit_row"
+#: A replayed window's emission number: 0 first, then one per tuple within the allowed lateness.
+REVISION = "revision"
 
 MICROS_PER_SECOND = 10**6
 

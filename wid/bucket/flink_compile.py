@@ -6,14 +6,21 @@ and not yet evicted; the end of the stream emits the buffer once more.
 
 :func:`columns` (window functions): a count TP ``every n, start a`` with count EPs (firing k on
 the item at ``n - a + k n``; a count EP ``max m, delete d`` removes the item at the arrival of
-``floor(pos/d) d + m``), or an active time TP (emission k = tick ``s + (k+1) g``) with count EPs
-deleting one item (evicted at the arrival of ``pos + m``) and time EPs (``x + g_e``).
+``floor(pos/d) d + m``; a tumbling EP at the next firing), or an active time TP (emission k =
+tick ``s + (k+1) g``) with a count EP deleting one item (evicted at the arrival of ``pos + m``)
+or time EPs (``x + g_e``).
 
-:func:`chain` (numpy per buffer, :mod:`wid.bucket.positions`): one TP that fires on real items
-at positions computable in advance (count; passive time, ``c(x_j) > c(x_{j-1})``; delta on a
-non-decreasing attribute, the delta chain), and EPs that evict each item at a computable real
-item ``L`` (after that item's trigger): count ``floor(pos/d) d + m``, time ``next_x(pos)`` with
-width ``g_e``, delta ``next_a(pos)`` with the threshold; several EPs: the earliest ``L``.
+:func:`chain` (numpy per buffer, :mod:`wid.bucket.positions`): TPs that fire on real items at
+positions computable in advance (count; passive time, ``c(x_j) > c(x_{j-1})``; delta on a
+non-decreasing attribute, the delta chain), any firing emits; EPs give the buffer's head ``h_j``
+after the eviction step of real item ``j`` (the buffer then holds positions ``h_j .. j-1``)::
+
+    h_j = max(A_j, min(j, h_{j-1} + R_j))
+
+``R_j`` = the largest deletion of a count EP at ``j`` (own counters: ``max m, delete d`` deletes
+``d`` at ``j = m + k d``), ``A_j`` = the first position that no time EP (``next_x(pos)``, width
+``g_e``) nor delta EP (``next_a(pos)``, threshold) evicts at ``j``, and ``j`` when a tumbling EP
+sees a firing at ``j``. Item ``i`` leaves at ``L_i = min{j : h_j > i}``.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from wid.bucket.clock import T, T0, TEND
 from wid.bucket.columns import WID_HI, WID_LO
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
-                            TimeTrigger)
+                            TimeTrigger, TumblingEviction)
 from wid.spec.numbers import floor_div, scaled
 
 POS, N = "_wid_pos", "_wid_n"
@@ -49,13 +56,16 @@ def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     for e in spec.evictions:
         if isinstance(e, CountEviction):
             evicted_at = F.col(POS) + e.max if e.delete == 1 else floor_div(F.col(POS), e.delete) * e.delete + e.max
-    survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
     if isinstance(trigger, CountTrigger):
         n, start = trigger.every, trigger.start
         last = floor_div(F.col(N) - 1 + start, n) - 1  # last firing on a real item
         lo = F.greatest(floor_div(F.col(POS) + start, n), F.lit(0))
+        if any(isinstance(e, TumblingEviction) for e in spec.evictions):  # the next firing after pos
+            evicted_at = (lo + 1) * n - start
+        survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
         hi = last if evicted_at is None else F.least(floor_div(evicted_at + start, n) - 1, last)
         return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))
+    survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
     g = scaled(trigger.granularity, scale)
     since = F.col(T) - _start(trigger, scale)
     last = floor_div(F.col(TEND) - _start(trigger, scale), g) - 1  # last tick <= T_end
@@ -87,21 +97,40 @@ def _fires(pdf: pd.DataFrame, trigger: CountTrigger | TimeTrigger | DeltaTrigger
     return np.diff(borders, prepend=0) > 0
 
 
-def _last(pdf: pd.DataFrame, eviction: CountEviction | TimeEviction | DeltaEviction, scale: int) -> np.ndarray:
+def _last(pdf: pd.DataFrame, eviction: TimeEviction | DeltaEviction, scale: int) -> np.ndarray:
     """The real item whose eviction step removes each item (``len(pdf)`` or more: never)."""
-    if isinstance(eviction, CountEviction):
-        return np.arange(len(pdf)) // eviction.delete * eviction.delete + eviction.max
     if isinstance(eviction, TimeEviction):  # the scan's comparison: ts < now - g
         g = scaled(eviction.granularity, scale)
         return beyond(pdf[T].to_numpy(), g, lambda now, ts: ts < now - g)
     return beyond(pdf[eviction.attrs[0]].to_numpy(), eviction.threshold)
 
 
+def _heads(pdf: pd.DataFrame, spec: Discretization, fires: np.ndarray, scale: int) -> np.ndarray:
+    """``h_j``, the buffer's head after the eviction step of each real item (module docstring)."""
+    pos = np.arange(len(pdf), dtype=np.int64)
+    deleted, floor = np.zeros_like(pos), np.zeros_like(pos)  # R_j, A_j
+    for e in spec.evictions:
+        if isinstance(e, CountEviction):
+            deleted = np.maximum(deleted, np.where((pos >= e.max) & ((pos - e.max) % e.delete == 0), e.delete, 0))
+        elif isinstance(e, TumblingEviction):
+            floor = np.maximum(floor, np.where(fires, pos, 0))
+        else:
+            floor = np.maximum(floor, np.searchsorted(_last(pdf, e, scale), pos, side="right"))
+    if not deleted.any():
+        return np.maximum.accumulate(floor)
+    heads, h = [], 0
+    for j, r, a in zip(pos.tolist(), deleted.tolist(), floor.tolist()):
+        h = max(a, min(j, h + r))
+        heads.append(h)
+    return np.array(heads, dtype=np.int64)
+
+
 def chain(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     """``df`` tagged from the trigger and eviction positions of each buffer (module docstring)."""
 
     def tag(pdf: pd.DataFrame) -> Tags:
-        last = [_last(pdf, e, scale) for e in spec.evictions] or [np.full(len(pdf), len(pdf))]
-        return ranges(_fires(pdf, spec.triggers[0], scale), np.minimum.reduce(last), end_emits=True)
+        fires = np.logical_or.reduce([_fires(pdf, t, scale) for t in spec.triggers])
+        last = np.searchsorted(_heads(pdf, spec, fires, scale), np.arange(len(pdf)), side="right")
+        return ranges(fires, last, end_emits=True)
 
     return per_partition(df, spec.per_group, tag)

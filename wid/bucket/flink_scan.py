@@ -1,6 +1,6 @@
 """The sequential path of Flink discretizations: event by event over each buffer (Traub's order).
 
-Used for several TPs, punctuation policies, delta policies on several attributes, another
+Used for active time TPs with other TPs, punctuation policies, delta policies on several attributes, another
 delta function or a decreasing attribute, and EP combinations without closed positions.
 """
 
@@ -15,18 +15,19 @@ from pyspark.sql import DataFrame
 from wid.bucket.clock import T, T0, TEND
 from wid.bucket.positions import scanned
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
-                            PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger)
+                            PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 from wid.spec.numbers import scaled
 
 
 class _Buffer:
-    __slots__ = ("items", "seq", "since", "ref")
+    __slots__ = ("items", "seq", "since", "ref", "arrived")
 
     def __init__(self, start: dict[int, int]) -> None:
         self.items: list[int] = []
         self.seq = 0
         self.since = dict(start)  # count TP index -> counter; passive time TP index -> borders passed
         self.ref: dict[int, tuple | None] = {}
+        self.arrived: dict[int, int] = {}  # count EP index -> its own counter of arrivals
 
 
 class Scanner:
@@ -92,9 +93,15 @@ class Scanner:
         if fire:
             self.emit()
         counts = [self.time_evictions(self.t[i]) if self.t is not None else 0]
-        for e in self.spec.evictions:
-            if isinstance(e, CountEviction) and len(buf.items) >= e.max:
-                counts.append(e.delete)
+        for index, e in enumerate(self.spec.evictions):
+            if isinstance(e, CountEviction):
+                arrived = buf.arrived.get(index, 0)
+                if arrived >= e.max:
+                    counts.append(e.delete)
+                    arrived = max(arrived - e.delete, 0)
+                buf.arrived[index] = arrived + 1
+            elif isinstance(e, TumblingEviction) and fire:
+                counts.append(len(buf.items))
             elif isinstance(e, DeltaEviction):
                 value, k = self.values(e.attrs, i), 0
                 while k < len(buf.items) and e.fn(self.values(e.attrs, buf.items[k]), value) > e.threshold:

@@ -4,6 +4,7 @@ Grammar (keywords case-insensitive, parameters in any order)::
 
     RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] WATTR a [PATTR p]
     RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
+    SESSION n [unit] WATTR a [PATTR p]
 
     unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
 """
@@ -15,13 +16,13 @@ import re
 from wid.errors import WidError
 from wid.spec.numbers import number
 from wid.spec.spl import is_spl, parse_spl
-from wid.spec.windows import (Landmark, PartitionedTupleSliding, SlideByRank, SlideByRows, SlideByTuple, Sliding,
-                              Tumbling, TupleSliding, WindowSpec)
+from wid.spec.windows import (Landmark, PartitionedTupleSliding, Session, SlideByRank, SlideByRows, SlideByTuple,
+                              Sliding, Tumbling, TupleSliding, WindowSpec)
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
 _TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`[^`]+`|[^\W\d][\w.]*|\(|\)|\S)")
-_KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR")
+_KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION")
 
 
 def _tokens(text: str) -> list[str]:
@@ -51,7 +52,7 @@ def _parameters(clause: str) -> dict[str, list[str]]:
     """Keyword -> the tokens after it, up to the next keyword."""
     tokens = _tokens(clause)
     if not tokens or tokens[0].upper() not in _KEYWORDS:
-        raise WidError(f"a window clause starts with RANGE or SLIDE: [{clause}]")
+        raise WidError(f"a window clause starts with RANGE, SLIDE or SESSION: [{clause}]")
     params: dict[str, list[str]] = {}
     current = ""
     for token in tokens:
@@ -96,6 +97,8 @@ def parse_window(clause: str) -> WindowSpec:
     if is_spl(clause):
         return parse_spl(clause)
     params = _parameters(clause)
+    if "SESSION" in params:
+        return _session(params, clause)
     for required in ("RANGE", "SLIDE"):
         if required not in params:
             raise WidError(f"missing {required} in [{clause}]")
@@ -143,3 +146,17 @@ def _slide_by_tuple(
     if slide == 1:
         return SlideByTuple(range_, rattr)
     return SlideByRows(range_, rattr, slide)
+
+
+def _session(params: dict[str, list[str]], clause: str) -> Session:
+    """``SESSION g [unit] WATTR a [PATTR p]``: ``g`` in seconds for time units, else raw."""
+    extra = sorted(set(params) - {"SESSION", "WATTR", "PATTR"})
+    if extra:
+        raise WidError(f"a session window takes SESSION, WATTR and PATTR, not {', '.join(extra)} in [{clause}]")
+    gap, unit = _measure(params["SESSION"], "SESSION", clause)
+    if gap is None or unit == ROWS:
+        raise WidError(f"SESSION needs a gap on the window attribute (not UNBOUNDED or ROWS) in [{clause}]")
+    wattr = _attribute(params, "WATTR", clause)
+    if wattr is None:
+        raise WidError(f"missing WATTR in [{clause}]")
+    return Session(gap, wattr, _attribute(params, "PATTR", clause))

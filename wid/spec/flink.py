@@ -117,7 +117,10 @@ class PunctuationTrigger:
 
 @dataclass(frozen=True)
 class CountEviction:
-    """When a real item finds ``max`` items in the buffer, delete ``delete`` from the head."""
+    """Its own counter ``c`` of real arrivals (from 0; seed 001, C.1, Listing 16): an item that
+    finds ``c >= max`` deletes ``delete`` items from the head and sets ``c = max(c - delete, 0)``;
+    then ``c += 1``. Evictions by other EPs do not touch ``c``, so the deletions fall on the items
+    at positions ``max + k * delete`` of the buffer's arrivals, whatever the buffer holds."""
 
     max: int
     delete: int = 1
@@ -151,8 +154,14 @@ class PunctuationEviction:
     marker: str = "punct"
 
 
+@dataclass(frozen=True)
+class TumblingEviction:
+    """At a real item that fires a trigger (any TP), clear the buffer (seed 001, C.5: its counter
+    of arrivals since the last trigger). Not active: fake items (time ticks) do not clear it."""
+
+
 Trigger = CountTrigger | TimeTrigger | DeltaTrigger | PunctuationTrigger
-Eviction = CountEviction | TimeEviction | DeltaEviction | PunctuationEviction
+Eviction = CountEviction | TimeEviction | DeltaEviction | PunctuationEviction | TumblingEviction
 
 
 @dataclass(frozen=True)
@@ -188,23 +197,23 @@ class Discretization(Operational):
 
     @property
     def path(self) -> Path:
-        """How the policies tag items: ``columns`` for one count TP with a count EP, or one active
-        time TP with count (deleting one item at a time) and time EPs; ``chain`` for one count,
-        passive time or delta TP (one attribute, euclidean) with count, time and delta EPs
-        (one of each at most, a count EP deleting more than one item only alone), exact when
-        every delta attribute never decreases; else ``scan``."""
+        """How the policies tag items: ``columns`` for one count TP with one count EP or a tumbling
+        EP, or one active time TP with count EPs (one, deleting one item at a time) or time EPs;
+        ``chain`` for count, passive time and delta TPs (one attribute, euclidean) with count,
+        time, delta and tumbling EPs, exact when every delta attribute never decreases; else ``scan``."""
         kinds = [type(e) for e in self.evictions]
-        if len(self.triggers) != 1 or len(set(kinds)) != len(kinds):
-            return "scan"
         trigger = self.triggers[0]
-        if isinstance(trigger, CountTrigger) and set(kinds) <= {CountEviction}:
+        if len(self.triggers) == 1 and isinstance(trigger, CountTrigger) and (
+                kinds in ([], [CountEviction]) or kinds == [TumblingEviction]):
             return "columns"
-        one_at_a_time = all(e.delete == 1 for e in self.evictions if isinstance(e, CountEviction))
-        if isinstance(trigger, TimeTrigger) and trigger.active:
-            return "columns" if set(kinds) <= {CountEviction, TimeEviction} and one_at_a_time else "scan"
-        chained = (one_at_a_time or len(kinds) == 1) and set(kinds) <= {CountEviction, TimeEviction, DeltaEviction}
+        if len(self.triggers) == 1 and isinstance(trigger, TimeTrigger) and trigger.active:
+            one = kinds == [CountEviction] and self.evictions[0].delete == 1
+            return "columns" if one or set(kinds) <= {TimeEviction} else "scan"
+        real = all(isinstance(t, (CountTrigger, DeltaTrigger)) or isinstance(t, TimeTrigger) and not t.active
+                   for t in self.triggers)
         ordered = all(p.ordered for p in self.triggers + self.evictions if isinstance(p, _Delta))
-        return "chain" if chained and ordered and not isinstance(trigger, PunctuationTrigger) else "scan"
+        chained = set(kinds) <= {CountEviction, TimeEviction, DeltaEviction, TumblingEviction}
+        return "chain" if real and ordered and chained else "scan"
 
     @property
     def compiled(self) -> bool:
@@ -215,7 +224,8 @@ class Discretization(Operational):
 # --- plan tables ----------------------------------------------------------------------------
 
 _TRIGGERS = {"count": CountTrigger, "time": TimeTrigger, "delta": DeltaTrigger, "punctuation": PunctuationTrigger}
-_EVICTIONS = {"count": CountEviction, "time": TimeEviction, "delta": DeltaEviction, "punctuation": PunctuationEviction}
+_EVICTIONS = {"count": CountEviction, "time": TimeEviction, "delta": DeltaEviction, "punctuation": PunctuationEviction,
+              "tumbling": TumblingEviction}
 _FUNCTIONS = {"euclidean": euclidean, "cosine": cosine}
 
 
@@ -236,7 +246,8 @@ def _policy(kinds: dict[str, type], entry: dict[str, Any]) -> Any:
 
 def from_dict(section: dict[str, Any]) -> Discretization:
     """A discretization from a plan's ``[flink]`` table: ``triggers`` and ``evictions`` as lists of
-    ``{kind = "count"|"time"|"delta"|"punctuation", ...constructor options}``, ``per_group``, ``ts``."""
+    ``{kind = "count"|"time"|"delta"|"punctuation", ...constructor options}`` (evictions also
+    ``{kind = "tumbling"}``), ``per_group``, ``ts``."""
     unknown = set(section) - {"triggers", "evictions", "per_group", "ts"}
     if unknown:
         raise WidError(f"[flink]: unknown key(s) {', '.join(sorted(unknown))}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -40,6 +41,11 @@ def scaled(value: Number, factor: int) -> Number:
     comparisons on integer clocks)."""
     product = value * factor
     return int(round(product)) if abs(product - round(product)) < 1e-9 else product
+
+
+def exact(value: Number) -> Fraction:
+    """``value`` as an exact fraction; a float as written (its shortest repr: ``0.1`` -> 1/10)."""
+    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
 def floor_div(x: Column, d: Number) -> Column:

@@ -23,13 +23,18 @@ from pyspark.sql import functions as F
 
 from wid.errors import WidError
 from wid.spec import numbers
-from wid.spec.numbers import Number, floor_div, positive
+from wid.spec.numbers import Number, exact, floor_div, positive
 
 
 def _whole(name: str, value: Number) -> int:
     if value != int(value):
         raise WidError(f"{name} in ROWS must be a whole number, got {value!r}")
     return int(value)
+
+
+def _no_lateness(allowed_lateness: Number) -> None:
+    if allowed_lateness:
+        raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
 
 
 class WindowSpec(ABC):
@@ -45,6 +50,8 @@ class WindowSpec(ABC):
     wattr: str
     #: ``x`` is the 0-based arrival position (in ``wattr`` order), not a value.
     positional: ClassVar[bool] = False
+    #: Columns the tagger adds that describe each window (one value per window), output after ``wid``.
+    extent_columns: ClassVar[tuple[str, ...]] = ()
 
     @property
     def partition(self) -> tuple[str, ...]:
@@ -56,11 +63,9 @@ class WindowSpec(ABC):
         """Some values of ``x`` lie in no window (``wid_lo > wid_hi``)."""
         return False
 
-    @property
-    def period(self) -> Number | None:
-        """``s`` when extent(w) ends at ``(w+1)s`` on a value attribute (latency is measured from
-        there, :mod:`wid.stream.metrics`); None for the other kinds."""
-        return None
+    def grouped(self, keys: tuple[str, ...]) -> WindowSpec:
+        """The windows of a query grouped by the columns ``keys`` (the same, unless windows are per key)."""
+        return self
 
     @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
@@ -93,10 +98,10 @@ class WindowSpec(ABC):
 
         return range_aggregate(tagged, keys, aggregates)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
-        raise WidError("replay supports sliding, tumbling, landmark and slide-by-tuple windows, "
+        raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
                        f"not {type(self).__name__}")
 
 
@@ -138,10 +143,10 @@ class ContextFree(WindowSpec):
 
         return bucket(df, self)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         from wid.stream.fcf_replay import replay
 
-        return replay(compiled, punctuation)
+        return replay(compiled, punctuation, allowed_lateness)
 
 
 @dataclass(frozen=True)
@@ -301,10 +306,11 @@ class SlideByTuple(WindowSpec):
 
         return aggregate(tagged, self, keys, aggregates)
 
-    def replay(self, compiled, punctuation) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""
         from wid.stream.fca_replay import replay
 
+        _no_lateness(allowed_lateness)
         return replay(compiled, punctuation)
 
 
@@ -325,4 +331,49 @@ class SlideByRank(SlideByRows):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
     every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`."""
 
-    ranked: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Session(WindowSpec):
+    """``[SESSION g WATTR a [PATTR p]]``: per key (the query's GROUP BY keys and ``p``), a session
+    is a maximal run of the key's tuples in ``a`` order where each next tuple has
+    ``a < previous a + g``; extent(w) = that run, ``[first a, last a + g)``; wids(t) = {the
+    0-based index of t's session among its key's sessions in ``a`` order}."""
+
+    gap: Number
+    wattr: str
+    pattr: str | None = None
+    keys: tuple[str, ...] = ()
+    extent_columns: ClassVar[tuple[str, ...]] = ("session_start", "session_end")
+
+    def __post_init__(self) -> None:
+        positive("SESSION gap", self.gap)
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        return (self.pattr,) if self.pattr else ()
+
+    def grouped(self, keys: tuple[str, ...]) -> Session:
+        """The sessions of a query grouped by the columns ``keys`` (sessions are per key)."""
+        return replace(self, keys=tuple(dict.fromkeys((*self.partition, *keys))))
+
+    def closed(self, bound: Column) -> Column:
+        """The bound itself (in ``x`` units): it closes the sessions with ``last + g <= bound``."""
+        return bound
+
+    def scaled(self, factor: int) -> Session:
+        product = exact(self.gap) * factor
+        return replace(self, gap=int(product) if product.denominator == 1 else float(product))
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Session ids from window functions (:mod:`wid.bucket.session`)."""
+        from wid.bucket.session import session_bucket
+
+        return session_bucket(df, self)
+
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+        """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""
+        from wid.stream.session_replay import replay
+
+        _no_lateness(allowed_lateness)
+        return replay(compiled, punctuation)

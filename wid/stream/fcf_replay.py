@@ -17,17 +17,22 @@ of stream). ``late`` holds every dropped contribution, one row per (tuple, windo
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from dataclasses import dataclass, replace
+
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.aggregate.range import range_aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.aggregate.range import Aggregate, range_aggregate
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
 from wid.query import CompiledQuery
+from wid.spec.numbers import Number, exact
+from wid.spec.windows import ContextFree
 from wid.stream.punctuate import Generator, Punctuations
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
 
 _KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
+_CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
 
 
 def _implied(compiled: CompiledQuery) -> Punctuations:
@@ -53,15 +58,15 @@ def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
     return _shape(punctuations, shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
 
 
-def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations) -> DataFrame:
-    """``tagged`` plus ``_wid_c``: the largest window closed for the tuple's keys before it arrived."""
-    out = tagged.withColumn(_C, F.lit(None).cast("long"))
+def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations, into: str = _C) -> DataFrame:
+    """``tagged`` plus ``into``: the largest window closed for the tuple's keys before it arrived."""
+    out = tagged.withColumn(into, F.lit(None).cast("long"))
     chunk = F.floor(F.col("row_num") / ROW_CHUNK)
     for i, shape in enumerate(punctuations.shapes):
         closing = _first(punctuations, shape).withColumn(_KIND, F.lit(1))
         out = (running(out.withColumn(_KIND, F.lit(0)), WID_CLOSED, ["row_num", _KIND], chunk, f"_wid_c{i}",
                        values=closing, partition=shape)
-               .withColumn(_C, F.greatest(_C, f"_wid_c{i}")).drop(_KIND, f"_wid_c{i}"))
+               .withColumn(into, F.greatest(into, f"_wid_c{i}")).drop(_KIND, f"_wid_c{i}"))
     return out
 
 
@@ -78,12 +83,16 @@ def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
     return out
 
 
-def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFrame]:
+def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (a sliding, tumbling or landmark
     :class:`wid.query.CompiledQuery`) under ``punctuation`` (None: only the end of the stream;
     ROWS windows: implied by arrival order): the results are the aggregate's columns plus
-    ``emit_row``, ``late`` the stream's columns plus ``wid``."""
+    ``emit_row`` and ``revision``, ``late`` the stream's columns plus ``wid``. With
+    ``allowed_lateness`` L, ``C_L`` = the largest window closed by the bounds minus L: a tuple's
+    windows in ``(C_L, C]`` each yield a revision (:func:`_revisions`), only those ``<= C_L`` are late."""
     spec, tagged = compiled.spec, compiled.tagged
+    if allowed_lateness and spec.positional:
+        raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
     if spec.positional:
         if punctuation is not None:
             raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
@@ -96,14 +105,62 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
     consistent = punctuation is not None and punctuation.mode == "consistent"
 
     arrived = _closed_at_arrival(tagged, punctuations)
-    late_any = F.col(_C).isNotNull() & (F.col(_C) >= F.col(WID_LO))
-    on_time_lo = F.when(late_any & F.lit(consistent), F.col(WID_HI) + 1).otherwise(
-        F.greatest(WID_LO, F.col(_C) + 1))
-    late_hi = F.when(F.lit(consistent), F.col(WID_HI)).otherwise(F.least(WID_HI, _C))
-    on_time = arrived.withColumn(WID_LO, on_time_lo).where(F.col(WID_LO) <= F.col(WID_HI))
+    purged = _C  # the largest window past end + L: late for good
+    if allowed_lateness and punctuation is not None:
+        lagged = replace(compiled, spec=Lagged(spec, allowed_lateness))
+        arrived, purged = _closed_at_arrival(arrived, punctuation.punctuations(lagged), _CL), _CL
+    late_any = F.col(purged).isNotNull() & (F.col(purged) >= F.col(WID_LO))
+    kept = arrived.where(~late_any) if consistent else arrived
+    on_time = kept.withColumn(WID_LO, F.greatest(WID_LO, F.col(_C) + 1)).where(F.col(WID_LO) <= F.col(WID_HI))
     aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates)
-    emitted = _emit_rows(aggregated, punctuations)
+    emitted = _emit_rows(aggregated, punctuations).withColumn(REVISION, F.lit(0).cast("long"))
+    if purged != _C:
+        allowed = kept.withColumn(WID_LO, F.greatest(WID_LO, F.col(purged) + 1)).withColumn(
+            WID_HI, F.least(WID_HI, _C)).where(F.col(_C).isNotNull() & (F.col(WID_LO) <= F.col(WID_HI)))
+        emitted = emitted.unionByName(_revisions(on_time, allowed, compiled))
 
+    late_hi = F.when(F.lit(consistent), F.col(WID_HI)).otherwise(F.least(WID_HI, purged))
     source = tagged.sparkSession.table(compiled.query.source).columns
     late = arrived.where(late_any).select(*source, F.explode(F.sequence(WID_LO, late_hi)).alias(WID))
     return emitted, late
+
+
+@dataclass(frozen=True)
+class Lagged:
+    """``spec`` seen by punctuations ``lateness`` later: ``closed(bound) = spec.closed(bound - lateness)``,
+    the windows whose ``end + lateness <= bound``."""
+
+    spec: ContextFree
+    lateness: Number
+
+    def __getattr__(self, name: str):
+        return getattr(self.spec, name)
+
+    def scaled(self, factor: int) -> Lagged:
+        shift = exact(self.lateness) * factor
+        return Lagged(self.spec.scaled(factor), int(shift) if shift.denominator == 1 else float(shift))
+
+    def closed(self, bound: Column) -> Column:
+        return self.spec.closed(bound - F.lit(self.lateness))
+
+
+def _revisions(on_time: DataFrame, allowed: DataFrame, compiled: CompiledQuery) -> DataFrame:
+    """Revision k >= 1 of a window: its on-time tuples and its first k allowed-late ones (in arrival
+    order), emitted on the k-th's arrival. A range aggregate per ``(keys, window)`` over revision
+    ids: on-time contributions cover ``[0, R]``, the k-th late one ``[k, R]`` (R late ones), and
+    ``emit_row`` = the largest row_num of the late ones in revision k."""
+    keys = compiled.keys
+    window = Window.partitionBy(*keys, _W)
+    late = (allowed.select("*", F.explode(F.sequence(WID_LO, WID_HI)).alias(_W))
+            .withColumn(WID_LO, F.row_number().over(window.orderBy("row_num")).cast("long"))
+            .withColumn(WID_HI, F.count(F.lit(1)).over(window).cast("long"))
+            .withColumn(_LATE_ROW, F.col("row_num")))
+    named = [f"_wid_rk{i}" for i in range(len(keys))]
+    revised = late.select(*[F.col(k).alias(n) for k, n in zip(keys, named)], _W, F.col(WID_HI).alias(_R)).distinct()
+    match = [F.col(k).eqNullSafe(F.col(n)) for k, n in zip(keys, named)]
+    base = (on_time.join(F.broadcast(revised), [*match, F.col(_W).between(F.col(WID_LO), F.col(WID_HI))])
+            .drop(*named).withColumn(WID_LO, F.lit(0).cast("long")).withColumn(WID_HI, F.col(_R)).drop(_R)
+            .withColumn(_LATE_ROW, F.lit(None).cast("long")))
+    rows = range_aggregate(base.unionByName(late), [*keys, _W],
+                           [*compiled.aggregates, Aggregate(EMIT_ROW, "max", _LATE_ROW)])
+    return rows.where(F.col(WID) >= 1).withColumnRenamed(WID, REVISION).withColumnRenamed(_W, WID)

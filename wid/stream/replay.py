@@ -7,13 +7,15 @@ windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_repl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wid.bucket.columns import EMIT_ROW
+from wid.bucket.columns import EMIT_ROW, REVISION
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
+from wid.spec.numbers import Number
 from wid.stream.punctuate import Generator
 
 
@@ -28,10 +30,14 @@ class Replay:
     punctuation: Generator | None
 
 
-def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None) -> Replay:
+def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None,
+           allowed_lateness: Number = 0) -> Replay:
     """Replay ``query_text`` over its view in ``row_num`` (arrival) order, closing extents by
     ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS
-    windows: implied by arrival order).
+    windows: implied by arrival order). ``allowed_lateness`` (window-attribute units, seconds for
+    timestamps; sliding, tumbling and landmark windows): a tuple late for an emitted window whose
+    end + L the punctuations have not passed yields the window's next ``revision`` (a results row,
+    ``emit_row`` = the tuple) instead of late rows (:mod:`wid.stream.fcf_replay`).
 
     With the view ``readings`` of :func:`wid.query`'s example, a slack of 0 closes window 1
     (``[2, 4)``) once ``ts = 4.0`` arrives, before the reading at ``ts = 2.5``:
@@ -39,13 +45,13 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     >>> rep = wid.replay(spark, "SELECT sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts]",
     ...                  wid.punctuate.slack(0))
     >>> rep.results.orderBy("wid").show()
-    +---+-----+--------+
-    |wid|total|emit_row|
-    +---+-----+--------+
-    |  0|    5|       1|
-    |  2|    7|       3|
-    |  4|    2|    NULL|
-    +---+-----+--------+
+    +---+-----+--------+--------+
+    |wid|total|emit_row|revision|
+    +---+-----+--------+--------+
+    |  0|    5|       1|       0|
+    |  2|    7|       3|       0|
+    |  4|    2|    NULL|       0|
+    +---+-----+--------+--------+
     <BLANKLINE>
     >>> rep.late.select("row_num", "wid").show()
     +-------+---+
@@ -55,11 +61,15 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     +-------+---+
     <BLANKLINE>
     """
+    if isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float)) \
+            or not math.isfinite(allowed_lateness) or allowed_lateness < 0:
+        raise WidError(f"allowed_lateness must be a non-negative number, got {allowed_lateness!r}")
     compiled = compile_query(spark, query_text)
     if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
     if punctuation is not None and not isinstance(punctuation, Generator):
         raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
                        f"got {punctuation!r}")
-    results, late = compiled.spec.replay(compiled, punctuation)
-    return Replay(resolved(compiled.finish, results, EMIT_ROW), late, compiled, punctuation)
+    results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
+    extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
+    return Replay(resolved(compiled.finish, results, *extra), late, compiled, punctuation)
