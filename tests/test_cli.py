@@ -15,7 +15,8 @@ import pytest
 from chispa import assert_df_equality
 
 import wid
-from wid.cli import BAD_INPUT, _cell, main
+from wid.cli import BAD_INPUT, main
+from wid.console import cell
 from wid.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +74,7 @@ def test_run_prints_the_first_rows_sorted_by_keys_then_wid(spark, capsys, plan_p
     keys = [c for c in result.columns if c != "wid" and c in spark.table(plan.view).columns]
     everything = sorted(result.collect(), key=lambda r: [r[k] for k in keys] + [r["wid"]])
     assert header == result.columns
-    assert rows == [[_cell(v) for v in row] for row in everything[:7]]
+    assert rows == [[cell(v) for v in row] for row in everything[:7]]
     assert note == (f"(showing 7 of {len(everything)} rows (--limit N for more))" if len(everything) > 7
                     else f"({len(everything)} rows)")
 
@@ -174,7 +175,7 @@ def test_console_script_runs_q1(spark):
     header, rows, note = printed(done.stdout)
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
     total = wid.query(spark, Plan.load(ROOT / "plans" / "q1_traffic.toml").query).count()
-    assert header == ["wid", "seg_id", "max_speed", "min_speed"] and len(rows) == 3
+    assert header == ["wid", "window_start", "window_end", "seg_id", "max_speed", "min_speed"] and len(rows) == 3
     assert note == f"(showing 3 of {total} rows (--limit N for more))"
 
     bad = subprocess.run([_console_script(), "run", "plans/none.toml"], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -190,7 +191,8 @@ def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, cap
     out, err = capsys.readouterr()
     lines = out.strip().splitlines()
     assert lines[0].split() == [
-        "range/slide", "range", "s", "wid", "s", "window()", "s", "tumbling", "s", "window()/wid", "wid/tumbling"
+        "range/slide", "range", "s", "wid", "s", "wid", "view", "s", "window()", "s", "tumbling", "s", "window()/wid",
+        "wid", "view/wid", "wid/tumbling"
     ]
     assert [line.split()[:2] for line in lines[1:3]] == [["2", "20"], ["5", "50"]]
     assert lines[3].startswith("wid cost at range/slide 5 vs 2: ")

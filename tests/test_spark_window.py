@@ -34,6 +34,8 @@ def test_time_sliding_windows_match_spark_window(spark, clause, duration, slide,
         spark.table("traffic")
         .groupBy(F.window("ts", duration, slide, start_time).alias("window"), "k")
         .agg(F.count("*").alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"), F.sum("i").alias("isum"))
-        .select((F.unix_micros("window.end") / slide_us - 1).cast("long").alias("wid"), "k", "n", "lo", "hi", "isum")
+        .select((F.unix_micros("window.end") / slide_us - 1).cast("long").alias("wid"),
+                F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
+                "k", "n", "lo", "hi", "isum")
     )
     assert_df_equality(ours, theirs, ignore_row_order=True, ignore_nullable=True)

@@ -10,5 +10,7 @@ from wid.sql import create_view, register, run_sql
 from wid.stream import punctuate
 from wid.stream.live import Live, live
 from wid.stream.replay import Replay, replay
+from wid.sqltext import to_sql
 
-__all__ = ["WidError", "query", "register", "create_view", "run_sql", "punctuate", "replay", "Replay", "live", "Live"]
+__all__ = ["WidError", "query", "register", "create_view", "run_sql", "to_sql", "punctuate", "replay", "Replay",
+           "live", "Live"]

@@ -1,4 +1,5 @@
-"""``wid bench``: ``wid.query`` against Spark's ``window()`` group-by and a tumbling group-by.
+"""``wid bench``: ``wid.query`` against its compiled SQL (a window view's text, :func:`wid.to_sql`),
+Spark's ``window()`` group-by and a tumbling group-by.
 
 One generated traffic stream (cached) serves every case. For each ratio ``r/s`` (slide ``s``
 fixed, range ``r = ratio * s``) every case in :data:`CASES` builds its DataFrame, which is
@@ -16,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -29,6 +31,7 @@ from wid.datasets.traffic import traffic
 from wid.errors import WidError
 from wid.live_bench import live_bench
 from wid.query import compile_query, query
+from wid.sqltext import to_sql
 from wid.spec.spl import parse_spl
 
 VIEW = "traffic"
@@ -47,12 +50,24 @@ def _aggregates() -> list[Column]:
     return [F.count("*").alias("n"), F.min("speed").alias("lo"), F.max("speed").alias("hi"), F.avg("speed").alias("mean")]
 
 
+def _query_text(r: int, s: int) -> str:
+    return ("SELECT seg_id, count(*) AS n, min(speed) AS lo, max(speed) AS hi, avg(speed) AS mean "
+            f"FROM {VIEW} [RANGE {r} SECONDS SLIDE {s} SECONDS WATTR ts] GROUP BY seg_id")
+
+
 def wid_query(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
-    return query(
-        spark,
-        "SELECT seg_id, count(*) AS n, min(speed) AS lo, max(speed) AS hi, avg(speed) AS mean "
-        f"FROM {VIEW} [RANGE {r} SECONDS SLIDE {s} SECONDS WATTR ts] GROUP BY seg_id",
-    )
+    return query(spark, _query_text(r, s))
+
+
+@cache
+def _view_text(spark: SparkSession, r: int, s: int) -> str:
+    return to_sql(spark, _query_text(r, s))
+
+
+def wid_view(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    """The query's compiled SQL (:func:`wid.to_sql`, the text of a window view, compiled once as a
+    view's is) through ``spark.sql``."""
+    return spark.sql(_view_text(spark, r, s))
 
 
 def spark_window(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
@@ -64,9 +79,10 @@ def tumbling(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
     return data.groupBy("seg_id", F.floor(F.unix_seconds("ts") / s).alias("wid")).agg(*_aggregates())
 
 
-CASES = [Case("wid", wid_query), Case("window()", spark_window), Case("tumbling", tumbling)]
+CASES = [Case("wid", wid_query), Case("wid view", wid_view), Case("window()", spark_window),
+         Case("tumbling", tumbling)]
 #: Table columns comparing two cases: (numerator, denominator) of their times.
-RATIOS = [("window()", "wid"), ("wid", "tumbling")]
+RATIOS = [("window()", "wid"), ("wid view", "wid"), ("wid", "tumbling")]
 
 
 def check(spark: SparkSession, data: DataFrame, r: int, s: int) -> None:
@@ -79,6 +95,9 @@ def check(spark: SparkSession, data: DataFrame, r: int, s: int) -> None:
     differ = ours.exceptAll(theirs).count() + theirs.exceptAll(ours).count()
     if differ:
         raise RuntimeError(f"wid and window() differ on {differ} rows at range {r} s, slide {s} s")
+    view = wid_view(spark, data, r, s).select(*ours.columns)
+    if ours.exceptAll(view).count() + view.exceptAll(ours).count():
+        raise RuntimeError(f"wid.query and its compiled SQL differ at range {r} s, slide {s} s")
 
 
 def seconds(case: Case, spark: SparkSession, data: DataFrame, r: int, s: int) -> float:

@@ -11,20 +11,17 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from functools import cache
-from datetime import datetime
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.logger import PySparkLogger
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import NumericType
+from pyspark.sql import SparkSession
 
-from wid import bench, experiment, live_cli
-from wid.console import aligned, log
+from wid import bench, experiment, live_cli, serve, sqlshell
+from wid.console import WID_MESSAGE, log, one_line, table
 from wid.errors import WidError
 from wid.plan import Plan
 from wid.query import WindowQuery, query
@@ -33,7 +30,6 @@ from wid.spec.flink import from_dict
 from wid.stream.replay import replay
 
 BAD_INPUT = 2
-_WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 
 
 def add_run_parser(subparsers) -> argparse.ArgumentParser:
@@ -80,26 +76,8 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     return 0
 
 
-def table(df: DataFrame, limit: int) -> str:
-    """An aligned text table of the first ``limit`` rows of ``df``, with the total row count."""
-    total = df.count()
-    rows = [[_cell(v) for v in row] for row in df.limit(limit).collect()]
-    numeric = [isinstance(f.dataType, NumericType) for f in df.schema.fields]
-    shown = f"{total} rows" if len(rows) == total else f"showing {len(rows)} of {total} rows (--limit N for more)"
-    return "\n".join([*aligned(df.columns, rows, numeric, rule=True), f"({shown})"])
-
-
-def _cell(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    if isinstance(value, datetime):
-        return value.isoformat(sep=" ")
-    return str(value)
-
-
-SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser, live_cli.add_parser]
+SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser, live_cli.add_parser, sqlshell.add_parser,
+               serve.add_parser]
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:
@@ -138,13 +116,6 @@ def _logging():
             logger.disabled = disabled
 
 
-def _one_line(error: Exception) -> str:
-    """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line."""
-    text = str(error)
-    found = _WID_MESSAGE.search(text)
-    return found.group(1) if found else text.strip().splitlines()[0]
-
-
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
     """Entry point of the ``wid`` console script; ``spark`` (default: the active session, if any)
     is used unless ``--master`` or ``--remote`` asks for another."""
@@ -156,7 +127,8 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         if args.remote:
             started.append(remote_session(args.remote))
         elif args.master or not (spark or SparkSession.getActiveSession()):
-            started.append(local_session(args.master or "local[2]"))
+            start = getattr(args, "start", None)  # a subcommand's own embedded session
+            started.append(start(args) if start else local_session(args.master or "local[2]"))
             started[0].sparkContext.setLogLevel("OFF")  # failed tasks would log stack traces; errors are reported here
         else:
             return spark or SparkSession.getActiveSession()
@@ -168,9 +140,9 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)
     except PySparkException as error:
-        if not (_WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
+        if not (WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
             raise
-        print(f"wid: {_one_line(error)}", file=sys.stderr)
+        print(f"wid: {one_line(error)}", file=sys.stderr)
     finally:
         for owned in started:
             owned.stop()

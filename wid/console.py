@@ -1,11 +1,18 @@
-"""Plain text of the command line: aligned tables, and progress on the ``wid`` logger
-(:func:`wid.cli.main` shows it on stderr)."""
+"""Plain text of the command line: aligned tables, result tables, one-line errors, and progress on the
+``wid`` logger (:func:`wid.cli.main` shows it on stderr)."""
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
+from datetime import datetime
 
+from pyspark.sql import DataFrame
+from pyspark.sql.types import NumericType
+
+#: A wid check raised inside Spark (``raise_error('wid: ...')``).
+WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 #: Progress of long commands (bench, experiment); results go to stdout.
 log = logging.getLogger("wid")
 
@@ -21,3 +28,29 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
         return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right)).rstrip()
 
     return [line(header), *map(line, lines), *map(line, rows)]
+
+
+def table(df: DataFrame, limit: int) -> str:
+    """An aligned text table of the first ``limit`` rows of ``df``, with the total row count."""
+    total = df.count()
+    rows = [[cell(v) for v in row] for row in df.limit(limit).collect()]
+    numeric = [isinstance(f.dataType, NumericType) for f in df.schema.fields]
+    shown = f"{total} rows" if len(rows) == total else f"showing {len(rows)} of {total} rows (--limit N for more)"
+    return "\n".join([*aligned(df.columns, rows, numeric, rule=True), f"({shown})"])
+
+
+def cell(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    return str(value)
+
+
+def one_line(error: Exception) -> str:
+    """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line."""
+    text = str(error)
+    found = WID_MESSAGE.search(text)
+    return found.group(1) if found else text.strip().splitlines()[0]

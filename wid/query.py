@@ -9,18 +9,24 @@ it); ``HAVING`` and ``ORDER BY`` refer to the output columns.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, LongType
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import WID
+from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
+from wid.spec.sqlexpr import Expr, null_like
 from wid.spec.windows import WindowSpec
 from wid.text import WindowQuery
+
+#: Output columns with the bounds of a window's extent, in the window attribute's type.
+WINDOW_START, WINDOW_END = "window_start", "window_end"
 
 
 def _normal(expr: str) -> str:
@@ -37,11 +43,32 @@ class CompiledQuery:
     keys: list[str]  # grouping columns of ``tagged`` (including the partition attributes)
     aggregates: list[Aggregate]
     output: list[tuple[str, str]]  # (column of the aggregate's result, output name), in SELECT order
+    #: Columns the query's own expressions add to ``tagged`` (GROUP BY expressions, aggregate
+    #: arguments): name -> Spark SQL expression text, in order.
+    derived: dict[str, str] = field(default_factory=dict)
+    #: The window attribute's type and the factor from clause units to x units, for the
+    #: extent bounds (None: the window kind has no extent on its attribute).
+    units: tuple[DataType, int] | None = None
+
+    def outputs(self, column: Callable[[str], Expr]) -> list[tuple[Expr, str]]:
+        """``(expression, output name)`` of each output column, in order: the SELECT items, with
+        ``window_start`` and ``window_end`` (the extent's bounds in the attribute's type) right
+        after ``wid``; ``column(name)`` refers to a column of the aggregate's result."""
+        out = []
+        for c, name in self.output:
+            out.append((column(c), name))
+            if c == WID and self.units is not None:
+                dtype, factor = self.units
+                start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(column(WID))
+                end = bound_value(end, dtype)
+                out += [(null_like(end) if start is None else bound_value(start, dtype), WINDOW_START),
+                        (end, WINDOW_END)]
+        return out
 
     def finish(self, aggregated: DataFrame, *extra: str) -> DataFrame:
         """The user's columns from the aggregate's result (plus ``extra`` columns), with HAVING,
         ORDER BY and LIMIT applied."""
-        out = aggregated.select(*[F.col(c).alias(name) for c, name in self.output], *extra)
+        out = aggregated.select(*[e.alias(name) for e, name in self.outputs(F.col)], *extra)
         if self.query.having:
             out = out.where(F.expr(self.query.having))
         if self.query.order_by:
@@ -55,9 +82,14 @@ class CompiledQuery:
         return self.finish(self.spec.aggregate(self.tagged, self.keys, self.aggregates))
 
 
-def _sort_key(item: str):
+def sort_item(item: str) -> tuple[str, str]:
+    """An ORDER BY item as ``(expression, "ASC" | "DESC")``."""
     match = re.fullmatch(r"(.*?)\s+(ASC|DESC)", item.strip(), re.IGNORECASE | re.DOTALL)
-    expr, direction = (match.group(1), match.group(2).upper()) if match else (item, "ASC")
+    return (match.group(1), match.group(2).upper()) if match else (item, "ASC")
+
+
+def _sort_key(item: str):
+    expr, direction = sort_item(item)
     return F.expr(expr).desc() if direction == "DESC" else F.expr(expr).asc()
 
 
@@ -78,6 +110,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     if parsed.where:
         tagged = spec.where(tagged, F.expr(parsed.where))
 
+    derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column
     columns = {c.lower(): c for c in source.columns}
     aliases = {_normal(item.alias): item for item in parsed.select}
@@ -87,7 +120,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
             continue
         name = columns.get(_normal(expr), f"_wid_k{i}")
         if name not in source.columns:
-            tagged = tagged.withColumn(name, F.expr(expr))
+            tagged, derived[name] = tagged.withColumn(name, F.expr(expr)), expr
         keys[_normal(expr)] = name
     keys.update({name: name for name in spec.extent_columns})  # one value per window: grouping adds nothing
 
@@ -103,7 +136,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
             value = None
             if argument is not None:
                 value = f"_wid_v{i}"
-                tagged = tagged.withColumn(value, F.expr(argument))
+                tagged, derived[value] = tagged.withColumn(value, F.expr(argument)), argument
             aggregates.append(Aggregate(f"_wid_a{i}", fn, value))
             output.append((f"_wid_a{i}", item.alias))
         elif "(" in item.expr:
@@ -117,7 +150,11 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     output[at:at] = [(name, name) for name in spec.extent_columns if name not in [c for c, _ in output]]
     if not aggregates:
         raise WidError("a window query needs at least one aggregate in SELECT")
-    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output)
+    units = None
+    if spec.extent(0) is not None:
+        dtype = LongType() if spec.positional else attribute_type(source, spec.wattr)
+        units = (dtype, 1 if spec.positional else numeric_value(F.col(spec.wattr), dtype, spec.wattr)[1])
+    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units)
 
 
 def resolved(build, *args) -> DataFrame:
@@ -143,18 +180,18 @@ def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> D
     ...                       ).createOrReplaceTempView("readings")
     >>> wid.query(spark, "SELECT k, sum(v) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
     ...                  "GROUP BY k ORDER BY wid, k").show()
-    +---+---+-----+
-    |wid|  k|total|
-    +---+---+-----+
-    |  0|  a|    5|
-    |  1|  a|    5|
-    |  1|  b|    1|
-    |  2|  a|    7|
-    |  2|  b|    1|
-    |  3|  a|    7|
-    |  4|  a|    2|
-    |  5|  a|    2|
-    +---+---+-----+
+    +---+------------+----------+---+-----+
+    |wid|window_start|window_end|  k|total|
+    +---+------------+----------+---+-----+
+    |  0|        -2.0|       2.0|  a|    5|
+    |  1|         0.0|       4.0|  a|    5|
+    |  1|         0.0|       4.0|  b|    1|
+    |  2|         2.0|       6.0|  a|    7|
+    |  2|         2.0|       6.0|  b|    1|
+    |  3|         4.0|       8.0|  a|    7|
+    |  4|         6.0|      10.0|  a|    2|
+    |  5|         8.0|      12.0|  a|    2|
+    +---+------------+----------+---+-----+
     <BLANKLINE>
     """
     return resolved(lambda: compile_query(spark, text, window).result())

@@ -2,7 +2,7 @@
 
 :func:`register` defines session-scoped SQL functions (``CREATE TEMPORARY FUNCTION ...
 RETURN``: SQL, no Python UDF, so they run the same on classic and Spark Connect
-sessions). They are the :class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
+sessions), or with ``persistent=True`` functions of the current database. They are the :class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
 (tumbling: r = s), with ``x`` a number or a timestamp as epoch seconds with fraction::
 
     wid_lo(x, r, s)    = floor(x/s)                  first window holding x
@@ -32,11 +32,15 @@ from __future__ import annotations
 
 import re
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
 from wid.query import query
-from wid.text import window_span
+from wid.spec.clause import parse_window
+from wid.spec.sqlexpr import qualified
+from wid.sqltext import to_sql
+from wid.text import WindowQuery, window_span
 
 #: Argument type of the SQL functions: 21 integer digits (any long) and nanoseconds.
 _NUMBER = "DECIMAL(30, 9)"
@@ -60,14 +64,15 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
 }
 
 _CREATE_VIEW = re.compile(
-    r"\s*CREATE\s+(OR\s+REPLACE\s+)?(?:TEMP(?:ORARY)?\s+)?VIEW\s+"
-    r"(IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][A-Za-z0-9_]*)\s+AS\s+",
+    r"\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP(?:ORARY)?\s+)?VIEW\s+"
+    r"(IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w.]*)\s+AS\s+",
     re.IGNORECASE,
 )
 
 
-def register(spark: SparkSession) -> None:
-    """Define the window-id SQL functions (see the module docstring) in ``spark``'s session.
+def register(spark: SparkSession, persistent: bool = False) -> None:
+    """Define the window-id SQL functions (see the module docstring) in ``spark``'s session, or
+    with ``persistent`` as functions of the current database (kept in its catalog).
 
     >>> wid.register(spark)
     >>> spark.sql("SELECT wid_lo(5, 4, 2) AS lo, wid_hi(5, 4, 2) AS hi, wid_closed(5, 2) AS closed").show()
@@ -78,8 +83,9 @@ def register(spark: SparkSession) -> None:
     +---+---+------+
     <BLANKLINE>
     """
+    kind = "" if persistent else "TEMPORARY "
     for name, (params, body) in FUNCTIONS.items():
-        spark.sql(f"CREATE OR REPLACE TEMPORARY FUNCTION {name}({params}) RETURN {body}")
+        spark.sql(f"CREATE OR REPLACE {kind}FUNCTION {name}({params}) RETURN {body}")
 
 
 def create_view(spark: SparkSession, name: str, query_text: str, replace: bool = True) -> DataFrame:
@@ -120,20 +126,22 @@ def run_sql(spark: SparkSession, statement: str) -> DataFrame:
     """Run one SQL statement that may be a window query.
 
     A window query ``SELECT ... FROM v [window] ...`` (at the top level, not in a subquery)
-    runs as :func:`wid.query`; ``CREATE [OR REPLACE] [TEMP] VIEW q [IF NOT EXISTS] AS <window
-    query>`` makes the temp view ``q`` (:func:`create_view`) and returns it; any other
-    statement goes to ``spark.sql`` unchanged.
+    runs as :func:`wid.query`. ``CREATE [OR REPLACE] VIEW q [IF NOT EXISTS] AS <window query>``
+    makes the persistent catalog view ``q`` whose text is :func:`wid.to_sql` of the query (the
+    stream must be a table or a persistent view); with ``TEMP`` it makes the temp view ``q``
+    (:func:`create_view`, any window kind). Either returns the view. Any other statement goes to
+    ``spark.sql`` unchanged.
 
     On the view ``readings`` of :func:`wid.query`'s example:
 
     >>> wid.run_sql(spark, "SELECT max(v) AS hi FROM readings [RANGE 4 SLIDE 4 WATTR ts] ORDER BY wid").show()
-    +---+---+
-    |wid| hi|
-    +---+---+
-    |  0|  5|
-    |  1|  7|
-    |  2|  2|
-    +---+---+
+    +---+------------+----------+---+
+    |wid|window_start|window_end| hi|
+    +---+------------+----------+---+
+    |  0|         0.0|       4.0|  5|
+    |  1|         4.0|       8.0|  7|
+    |  2|         8.0|      12.0|  2|
+    +---+------------+----------+---+
     <BLANKLINE>
     >>> wid.run_sql(spark, "SELECT count(*) AS n FROM readings").show()
     +---+
@@ -150,7 +158,38 @@ def run_sql(spark: SparkSession, statement: str) -> DataFrame:
         if re.match(r"\s*CREATE\b", statement, re.IGNORECASE):
             raise WidError("a window query can only define a view: CREATE [OR REPLACE] [TEMP] VIEW name AS ...")
         return query(spark, statement)
-    replace, if_not_exists, name = create.groups()
+    replace, temporary, if_not_exists, name = create.groups()
+    body = statement[create.end():]
+    if temporary:
+        if if_not_exists and spark.catalog.tableExists(name):
+            return spark.table(name)
+        return create_view(spark, name, body, replace=bool(replace))
+    return create_persistent_view(spark, name, body, replace=bool(replace), if_not_exists=bool(if_not_exists))
+
+
+def create_persistent_view(spark: SparkSession, name: str, query_text: str, replace: bool = False,
+                           if_not_exists: bool = False) -> DataFrame:
+    """Catalog view ``name`` (``view`` or ``db.view``) whose text is :func:`wid.to_sql` of
+    ``query_text``; returns it. The query's stream must not be a temporary view (a persistent
+    view cannot read one). One ``CREATE VIEW`` statement, issued only once the SQL resolves."""
+    target = qualified(name)
+    parsed = WindowQuery.parse(query_text)
+    parse_window(parsed.window)  # a bad window clause is reported first
     if if_not_exists and spark.catalog.tableExists(name):
-        return spark.table(name)
-    return create_view(spark, name, statement[create.end():], replace=bool(replace))
+        return spark.table(target)
+    if not replace and spark.catalog.tableExists(name):
+        raise WidError(f"view or table {name!r} already exists (CREATE OR REPLACE VIEW replaces a view)")
+    source = parsed.source
+    qualified(source)
+    if not spark.catalog.tableExists(source):
+        raise WidError(f"unknown table {source!r}: a window view reads a table or a persistent view")
+    if spark.catalog.getTable(source).isTemporary:
+        raise WidError(f"{source!r} is a temporary view, which a persistent view cannot read: save the stream "
+                       f"as a table first (e.g. spark.table({source!r}).write.saveAsTable('stream')), "
+                       "or make a TEMP view")
+    text = to_sql(spark, query_text)
+    try:
+        spark.sql(f"CREATE {'OR REPLACE ' if replace else ''}VIEW {target} AS {text}")
+    except AnalysisException as error:
+        raise WidError(f"cannot create view {name!r}: {str(error).splitlines()[0]}") from None
+    return spark.table(target)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
@@ -35,7 +35,7 @@ from pyspark.sql.types import (
 from wid.aggregate.bins import Bins, add, columns, output, partials
 from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X
+from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes, ids
 from wid.errors import WidError
 from wid.spec.windows import Number, SlideByTuple
@@ -69,15 +69,6 @@ def typed(out: DataFrame, tagged: DataFrame, spec: SlideByTuple, keys: list[str]
     types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
     return out.select(*keys, rattr_value(F.col(WID), dtype).alias(WID),
                       *[F.col(f.name).cast(f.dataType) for f in types.fields], *extra)
-
-
-def rattr_value(wid: Column, dtype: DataType) -> Column:
-    """A window-id (x units) as a value of the rattr's type."""
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        return F.timestamp_micros(wid).cast(dtype)
-    if isinstance(dtype, DateType):
-        return F.timestamp_micros(wid).cast("date")
-    return wid.cast(dtype)
 
 
 def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, np.dtype] | None:

@@ -6,10 +6,15 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.aggregate.range import Aggregate
-from wid.bucket.columns import WID, WID_WINDOW, WID_X
-from wid.bucket.fca import CHUNK, chunked, contributes
+from wid.aggregate.range import Aggregate, quoted
+from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X, attribute_type, rattr_value
+from wid.bucket.fca import CHUNK, chunk_range, chunked, contributes, ids
 from wid.spec.numbers import Number, floor_div
+from wid.spec.sqlexpr import Sql, literal
+from wid.spec.windows import SlideByTuple
+
+#: A tuple at ``wid_x`` in the extent of window ``wid``: ``wid - r < wid_x <= wid``.
+EXTENT = f"{WID} - {{r}} < {WID_X} AND {WID_X} <= {WID}"
 
 
 def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
@@ -17,6 +22,26 @@ def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     windows = tagged.where(F.col(WID_WINDOW)).select(F.col(WID_X).alias(WID)).distinct()
     windows = windows.withColumn(CHUNK, floor_div(F.col(WID), r))
     tuples = chunked(tagged.where(contributes(tagged)), r, r)
-    extent = (F.col(WID) - F.lit(r) < F.col(WID_X)) & (F.col(WID_X) <= F.col(WID))
+    extent = F.expr(EXTENT.format(r=literal(r)))
     joined = tuples.join(windows, CHUNK).where(extent)
     return joined.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
+
+
+def joined_sql(tagged: str, df: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+               where: bool) -> str:
+    """:func:`joined_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) of a
+    stream with ``df``'s columns, ``wid`` a value of the rattr's type; ``where``: ``tagged`` has
+    ``wid_in`` (the query has a WHERE)."""
+    r = ids(df, spec)[2].range
+    key = "".join(f"{quoted(k)}, " for k in keys)
+    first, last = chunk_range(Sql.column(WID_X), r, r)
+    windows = (f"SELECT {WID}, {floor_div(Sql.column(WID), r)} AS {CHUNK} FROM "
+               f"(SELECT DISTINCT {WID_X} AS {WID} FROM {tagged} WHERE {WID_WINDOW})")
+    tuples = (f"SELECT *, explode(sequence({first}, {last})) AS {CHUNK} FROM {tagged}"
+              + (f" WHERE coalesce({WID_IN}, false)" if where else ""))
+    aggregated = ", ".join(f"{a.direct_sql()} AS {quoted(a.alias)}" for a in aggregates)
+    joined = (f"SELECT {key}{WID}, {aggregated} FROM ({tuples}) JOIN ({windows}) USING ({CHUNK}) "
+              f"WHERE {EXTENT.format(r=literal(r))} GROUP BY {key}{WID}")
+    wid = rattr_value(Sql.column(WID), attribute_type(df, spec.rattr))
+    rest = ", ".join(quoted(c) for c in [*keys, *(a.alias for a in aggregates)])
+    return f"SELECT {wid.alias(WID)}, {rest} FROM ({joined})"

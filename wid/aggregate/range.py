@@ -82,9 +82,14 @@ class Aggregate:
     def _value(self) -> str:
         return quoted(self.arg) if self.arg is not None else "1"
 
+    def direct_sql(self) -> str:
+        """The aggregate over plain rows, as SQL text (a user's expression parenthesised, a line
+        end closing any comment in it)."""
+        return f"({self.arg}\n)" if self.fn == "sql" else f"{self.fn}({self._value})"
+
     def direct(self) -> Column:
         """The aggregate over plain rows."""
-        return F.expr(self.arg if self.fn == "sql" else f"{self.fn}({self._value})")
+        return F.expr(self.direct_sql())
 
     def partials(self, index: int) -> list[tuple[str, str]]:
         """``(name, partial over rows)`` for each partial state, as SQL text."""
@@ -126,3 +131,23 @@ def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -
     """The fallback: each tuple once per id of its range, then a plain group-by."""
     copies = tagged.withColumn(WID, F.explode(F.sequence("wid_lo", "wid_hi")))
     return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
+
+
+def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate]) -> str:
+    """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
+    quoted name or a parenthesised query): the same panes, steps, blocks and ids."""
+    key = "".join(f"{quoted(k)}, " for k in keys)
+    if not all(a.decomposable for a in aggregates):
+        return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quoted(a.alias)}' for a in aggregates)} "
+                f"FROM (SELECT *, explode(sequence(wid_lo, wid_hi)) AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
+    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i)]
+    merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
+    names = "".join(f"{name}, " for name, _ in partials)
+    panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
+             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi" + (f" DISTRIBUTE BY {key[:-2]}" if keys else ""))
+    steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
+    blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
+              f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
+    ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
+    finals = ", ".join(f"{a.final(i)} AS {quoted(a.alias)}" for i, a in enumerate(aggregates))
+    return f"SELECT {key}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"

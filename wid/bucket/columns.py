@@ -7,7 +7,7 @@ attribute in the units of the ids' arithmetic; ``wid_closed``: a punctuation on 
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
@@ -21,6 +21,7 @@ from pyspark.sql.types import (
 )
 
 from wid.errors import WidError
+from wid.spec.sqlexpr import Expr, Sql, call, literal
 
 WID_LO = "wid_lo"
 WID_HI = "wid_hi"
@@ -50,14 +51,14 @@ def attribute_type(df: DataFrame, name: str) -> DataType:
     return fields[name.lower()]
 
 
-def numeric_value(column: Column, dtype: DataType, name: str) -> tuple[Column, int]:
+def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
     """``(x, factor)``: ``column`` as a number and the factor from clause units to x's units.
 
     Timestamps and dates become epoch microseconds (factor 10**6, exact on longs),
     integral columns longs, other numbers doubles.
     """
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
-        return F.unix_micros(column.cast("timestamp")), MICROS_PER_SECOND
+        return call("unix_micros", column.cast("timestamp")), MICROS_PER_SECOND
     if isinstance(dtype, IntegralType):
         return column.cast("long"), 1
     if isinstance(dtype, NumericType):
@@ -65,13 +66,34 @@ def numeric_value(column: Column, dtype: DataType, name: str) -> tuple[Column, i
     raise WidError(f"window attribute {name!r} must be numeric or a timestamp, not {dtype.simpleString()}")
 
 
-def checked(x: Column, dtype: DataType, name: str) -> Column:
+def checked(x: Expr, dtype: DataType, name: str) -> Expr:
     """``x``, failing the query with a message naming the tuple when it is NULL or NaN."""
+    nan = isinstance(dtype, (FloatType, DoubleType))
+    prefix = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
+    if isinstance(x, Sql):
+        bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
+        row = "coalesce(CAST(`row_num` AS STRING), 'NULL')"
+        return Sql(f"CASE WHEN {bad} THEN raise_error(concat({literal(prefix)}, {row})) ELSE {x} END")
     bad = x.isNull()
-    if isinstance(dtype, (FloatType, DoubleType)):
+    if nan:
         bad = bad | F.isnan(x)
-    message = F.concat(
-        F.lit(f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="),
-        F.coalesce(F.col("row_num").cast("string"), F.lit("NULL")),
-    )
+    message = F.concat(F.lit(prefix), F.coalesce(F.col("row_num").cast("string"), F.lit("NULL")))
     return F.when(bad, F.raise_error(message)).otherwise(x)
+
+
+def rattr_value(v: Expr, dtype: DataType) -> Expr:
+    """A value in x units (:func:`numeric_value`) as a value of the attribute's type ``dtype``."""
+    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+        return call("timestamp_micros", v).cast(dtype)
+    if isinstance(dtype, DateType):
+        return call("timestamp_micros", v).cast("date")
+    return v.cast(dtype)
+
+
+def bound_value(v: Expr, dtype: DataType) -> Expr:
+    """An extent bound in x units in the attribute's terms: a timestamp for timestamps and dates
+    (a bound need not be a whole day), a number of the attribute's type for fractional ones,
+    the number itself (long, or double for a fractional range or slide) for integral ones."""
+    if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
+        return rattr_value(v, TimestampType() if isinstance(dtype, DateType) else dtype)
+    return v if isinstance(dtype, IntegralType) else v.cast(dtype)

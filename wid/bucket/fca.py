@@ -15,6 +15,7 @@ from pyspark.sql.types import DataType
 
 from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, checked, numeric_value
 from wid.spec.numbers import Number, floor_div
+from wid.spec.sqlexpr import Expr, Sql
 from wid.spec.windows import SlideByTuple
 
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and whether it holds ``x``.
@@ -42,6 +43,22 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
         WID_WINDOW, F.col("_wid_pos") % F.lit(spec.every) == spec.every - 1).drop("_wid_pos")
 
 
+def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:
+    """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
+    columns); FCB/FCU positions come from one ``row_number()`` over the whole stream."""
+    dtype = attribute_type(df, spec.rattr)
+    x, factor = numeric_value(Sql.column(spec.rattr), dtype, spec.rattr)
+    scaled = spec.scaled(factor) if factor != 1 else spec
+    tagged = (f"(SELECT *, {WID_X} AS {WID_LO}, {Sql.column(WID_X) + scaled.range} AS {WID_HI} "
+              f"FROM (SELECT *, {checked(x, dtype, spec.rattr)} AS {WID_X} FROM {source}))")
+    if spec.every == 1:
+        return f"SELECT *, true AS {WID_WINDOW} FROM {tagged}"
+    attribute_type(df, "row_num")
+    order = f"{WID_X}, `row_num`" if spec.ranked else "`row_num`"
+    return (f"SELECT *, (row_number() OVER (ORDER BY {order}) - 1) % {spec.every} = {spec.every - 1} "
+            f"AS {WID_WINDOW} FROM {tagged}")
+
+
 def positioned(df: DataFrame, order: list[str], out: str) -> DataFrame:
     """``df`` plus ``out``, the 0-based position of each row in ``order`` (unique): slice
     ``k`` of the leading column's range numbers its rows, plus the rows of slices ``< k``."""
@@ -61,9 +78,13 @@ def positioned(df: DataFrame, order: list[str], out: str) -> DataFrame:
 def chunked(tagged: DataFrame, width: Number, r: Number) -> DataFrame:
     """Each tuple once per chunk ``c`` (windows ``c*width <= w < (c+1)*width``) its range
     ``[x, x + r)`` meets; ``_wid_home`` marks the chunk holding ``x`` itself."""
-    first = floor_div(F.col(WID_X), width)
-    last = -floor_div(-(F.col(WID_X) + F.lit(r)), width) - 1
+    first, last = chunk_range(F.col(WID_X), width, r)
     return tagged.withColumn(CHUNK, F.explode(F.sequence(first, last))).withColumn(HOME, F.col(CHUNK) == first)
+
+
+def chunk_range(x: Expr, width: Number, r: Number) -> tuple[Expr, Expr]:
+    """The first and last chunk that the id range ``[x, x + r)`` meets."""
+    return floor_div(x, width), -floor_div(-(x + r), width) - 1
 
 
 def contributes(tagged: DataFrame) -> Column:

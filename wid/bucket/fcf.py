@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
 from wid.bucket.fca import positioned
 from wid.errors import WidError
+from wid.spec.sqlexpr import Sql, quote
 from wid.spec.windows import WindowSpec
 
 
@@ -59,3 +60,27 @@ def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
     bound, factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
     ids = spec.scaled(factor) if factor != 1 else spec
     return punctuations.withColumn(WID_CLOSED, ids.closed(bound))
+
+
+def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
+    """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
+    columns): the same ``wid_x``, ``wid_lo``, ``wid_hi`` from the spec's formulas; positions come
+    from one ``row_number()`` per partition (the whole stream when unpartitioned)."""
+    dtype = attribute_type(df, spec.wattr)
+    for name in spec.partition:
+        attribute_type(df, name)
+    x, factor = numeric_value(Sql.column(spec.wattr), dtype, spec.wattr)
+    x = checked(x, dtype, spec.wattr)
+    if spec.positional:
+        source = f"(SELECT *, {x} AS _wid_raw FROM {source})"
+        over = f"PARTITION BY {', '.join(map(quote, spec.partition))} " if spec.partition else ""
+        x, factor = Sql(f"CAST(row_number() OVER ({over}ORDER BY _wid_raw) - 1 AS BIGINT)"), 1
+    tagged = f"(SELECT *, {x} AS {WID_X} FROM {source})"
+    ids = spec.scaled(factor) if factor != 1 else spec
+    lo, hi = ids.wids(Sql.column(WID_X))
+    if hi is None:
+        end = ids.wids(Sql(f"max({WID_X})"))[0]
+        return (f"SELECT t.*, {lo} AS {WID_LO}, e.{WID_HI} FROM {tagged} t "
+                f"CROSS JOIN (SELECT {end} AS {WID_HI} FROM {tagged}) e")
+    gaps = f" WHERE {lo} <= {hi}" if spec.gaps else ""
+    return f"SELECT *, {lo} AS {WID_LO}, {hi} AS {WID_HI} FROM {tagged}{gaps}"

@@ -11,6 +11,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from wid.errors import WidError
+from wid.spec.sqlexpr import Expr, call
 
 Number = int | float
 
@@ -48,8 +49,9 @@ def exact(value: Number) -> Fraction:
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
-def floor_div(x: Column, d: Number) -> Column:
-    """``floor(x / d)`` as a long; exact for an integral ``d`` and ``|x| < 2**53``."""
+def floor_div(x: Expr, d: Number) -> Expr:
+    """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.spec.sqlexpr.Sql`
+    ``x``); exact for an integral ``d`` and ``|x| < 2**53``."""
     if isinstance(d, int):
-        return ((x - F.pmod(x, F.lit(d))) / F.lit(d)).cast("long")
-    return F.floor(x / F.lit(d)).cast("long")
+        return ((x - call("pmod", x, F.lit(d) if isinstance(x, Column) else d)) / d).cast("long")
+    return call("floor", x / d).cast("long")

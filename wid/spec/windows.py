@@ -19,11 +19,11 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 
 from wid.errors import WidError
 from wid.spec import numbers
 from wid.spec.numbers import Number, exact, floor_div, positive
+from wid.spec.sqlexpr import Expr
 
 
 def _whole(name: str, value: Number) -> int:
@@ -67,6 +67,11 @@ class WindowSpec(ABC):
         """The windows of a query grouped by the columns ``keys`` (the same, unless windows are per key)."""
         return self
 
+    def extent(self, w):
+        """Half-open ``[start, end)`` of window ``w`` on ``x`` (``w`` an id, a Column or SQL text
+        :class:`wid.spec.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
+        return None
+
     @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
@@ -75,6 +80,25 @@ class WindowSpec(ABC):
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket: ``df``'s tuples with ``wid_lo``/``wid_hi``, the windows ``wid_lo <= w <= wid_hi``
         holding each (tuples in no window are gone)."""
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        """:meth:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
+        columns), for :func:`wid.to_sql`; kinds without a SQL form refuse, naming the alternative."""
+        raise WidError(f"{type(self).__name__} windows (SPL and Flink clauses, sessions) are not compiled to "
+                       "SQL (their tagging takes paths chosen on the data, Python scans among them): use a "
+                       "temporary view instead (wid.create_view, or CREATE TEMP VIEW v AS <query> through "
+                       "wid.run_sql / wid sql)")
+
+    def where_sql(self, tagged: str, condition: str) -> str:
+        """:meth:`where` as SQL over the query ``tagged``."""
+        return f"SELECT * FROM ({tagged}) WHERE {condition}"
+
+    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
+        """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) of a
+        stream with ``df``'s columns; ``where``: the query has a WHERE (:meth:`where_sql`)."""
+        from wid.aggregate.range import range_aggregate_sql
+
+        return range_aggregate_sql(tagged, keys, aggregates)
 
     def closed(self, bound: Column) -> Column:
         """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""
@@ -127,7 +151,7 @@ class ContextFree(WindowSpec):
     slide: Number
 
     @abstractmethod
-    def wids(self, x: Column) -> tuple[Column, Column | None]:
+    def wids(self, x: Expr) -> tuple[Expr, Expr | None]:
         """``(wid_lo, wid_hi)`` of a tuple at ``x``; ``wid_hi`` None when the end is open."""
 
     def closed(self, bound: Column) -> Column:
@@ -142,6 +166,11 @@ class ContextFree(WindowSpec):
         from wid.bucket.fcf import bucket
 
         return bucket(df, self)
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        from wid.bucket.fcf import bucket_sql
+
+        return bucket_sql(source, df, self)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         from wid.stream.fcf_replay import replay
@@ -174,11 +203,10 @@ class Sliding(ContextFree):
         """Hopping windows (s > r) leave gaps between extents."""
         return self.slide > self.range
 
-    def wids(self, x: Column) -> tuple[Column, Column]:
-        return floor_div(x, self.slide), floor_div(x + F.lit(self.range), self.slide) - 1
+    def wids(self, x: Expr) -> tuple[Expr, Expr]:
+        return floor_div(x, self.slide), floor_div(x + self.range, self.slide) - 1
 
-    def extent(self, w: int) -> tuple[Number, Number]:
-        """Half-open ``[start, end)`` of window ``w`` on ``x``."""
+    def extent(self, w):
         return (w + 1) * self.slide - self.range, (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Sliding:
@@ -194,7 +222,7 @@ class Tumbling(Sliding):
         if self.range != self.slide:
             raise WidError(f"a tumbling window has RANGE = SLIDE, got {self.range} and {self.slide}")
 
-    def wids(self, x: Column) -> tuple[Column, Column]:
+    def wids(self, x: Expr) -> tuple[Expr, Expr]:
         w = floor_div(x, self.slide)
         return w, w
 
@@ -250,12 +278,13 @@ class Landmark(ContextFree):
     def positional(self) -> bool:  # type: ignore[override]
         return self.rows
 
-    def wids(self, x: Column) -> tuple[Column, None]:
+    def wids(self, x: Expr) -> tuple[Expr, None]:
         """``(floor(x/s), None)``: ``None`` marks the open upper end."""
         return floor_div(x, self.slide), None
 
-    def extent(self, w: int) -> tuple[float, Number]:
-        return -math.inf, (w + 1) * self.slide
+    def extent(self, w):
+        """``(-inf, end)``; no start (None) for a Column or SQL ``w``."""
+        return (-math.inf if isinstance(w, (int, float)) else None), (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Landmark:
         return replace(self, slide=numbers.scaled(self.slide, factor))
@@ -299,6 +328,23 @@ class SlideByTuple(WindowSpec):
         from wid.bucket.columns import WID_IN
 
         return tagged.withColumn(WID_IN, condition)
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        from wid.bucket.fca import bucket_sql
+
+        return bucket_sql(source, df, self)
+
+    def where_sql(self, tagged: str, condition: str) -> str:
+        from wid.bucket.columns import WID_IN
+
+        return f"SELECT *, {condition} AS {WID_IN} FROM ({tagged})"
+
+    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
+        """The plain SQL formulation (:func:`wid.aggregate.joined.joined_sql`), ``wid`` a value of
+        the rattr's type."""
+        from wid.aggregate.joined import joined_sql
+
+        return joined_sql(tagged, df, self, keys, aggregates, where)
 
     def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
         """The FCA bins (:mod:`wid.aggregate.fca`): windows are read from the start and end bins."""

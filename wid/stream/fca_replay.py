@@ -36,9 +36,9 @@ from pyspark.sql.types import LongType, StructField
 
 from wid.aggregate.bins import Bins, add, columns, output, partials
 from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
-                               rattr_value, typed, windows_of)
+                               typed, windows_of)
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_IN, WID_X
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, ids
 from wid.errors import WidError
 from wid.spec.numbers import Number

@@ -222,13 +222,13 @@ def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
     ...                  wid.punctuate.embedded(bounds))
     >>> rep.results.orderBy("wid", "k").show()
-    +---+---+---+--------+--------+
-    |wid|  k|  n|emit_row|revision|
-    +---+---+---+--------+--------+
-    |  0|  a|  1|       1|       0|
-    |  2|  a|  1|    NULL|       0|
-    |  4|  a|  1|    NULL|       0|
-    +---+---+---+--------+--------+
+    +---+------------+----------+---+---+--------+--------+
+    |wid|window_start|window_end|  k|  n|emit_row|revision|
+    +---+------------+----------+---+---+--------+--------+
+    |  0|         0.0|       2.0|  a|  1|       1|       0|
+    |  2|         4.0|       6.0|  a|  1|    NULL|       0|
+    |  4|         8.0|      10.0|  a|  1|    NULL|       0|
+    +---+------------+----------+---+---+--------+--------+
     <BLANKLINE>
     >>> rep.late.count()
     1
@@ -279,13 +279,13 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
     ...                  wid.punctuate.heartbeat(2, skew=0))
     >>> rep.results.orderBy("wid", "k").show()
-    +---+---+---+--------+--------+
-    |wid|  k|  n|emit_row|revision|
-    +---+---+---+--------+--------+
-    |  0|  a|  1|       1|       0|
-    |  2|  a|  1|       3|       0|
-    |  4|  a|  1|    NULL|       0|
-    +---+---+---+--------+--------+
+    +---+------------+----------+---+---+--------+--------+
+    |wid|window_start|window_end|  k|  n|emit_row|revision|
+    +---+------------+----------+---+---+--------+--------+
+    |  0|         0.0|       2.0|  a|  1|       1|       0|
+    |  2|         4.0|       6.0|  a|  1|       3|       0|
+    |  4|         8.0|      10.0|  a|  1|    NULL|       0|
+    +---+------------+----------+---+---+--------+--------+
     <BLANKLINE>
     >>> rep.late.select("row_num", "k", "wid").show()
     +-------+---+---+

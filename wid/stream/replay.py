@@ -45,13 +45,13 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     >>> rep = wid.replay(spark, "SELECT sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts]",
     ...                  wid.punctuate.slack(0))
     >>> rep.results.orderBy("wid").show()
-    +---+-----+--------+--------+
-    |wid|total|emit_row|revision|
-    +---+-----+--------+--------+
-    |  0|    5|       1|       0|
-    |  2|    7|       3|       0|
-    |  4|    2|    NULL|       0|
-    +---+-----+--------+--------+
+    +---+------------+----------+-----+--------+--------+
+    |wid|window_start|window_end|total|emit_row|revision|
+    +---+------------+----------+-----+--------+--------+
+    |  0|         0.0|       2.0|    5|       1|       0|
+    |  2|         4.0|       6.0|    7|       3|       0|
+    |  4|         8.0|      10.0|    2|    NULL|       0|
+    +---+------------+----------+-----+--------+--------+
     <BLANKLINE>
     >>> rep.late.select("row_num", "wid").show()
     +-------+---+

@@ -1,0 +1,266 @@
+"""Issue 13: ``wid.to_sql`` (random queries and streams: ``spark.sql(to_sql(q)) == wid.query(q)``),
+persistent window views, ``window_start``/``window_end`` against Spark's ``window()``, bad input,
+and (slow) the Hive catalog read by a separate plain-pyspark application and by ``beeline`` over
+``wid serve``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import random
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+
+import wid
+from wid import catalog
+from wid.errors import WidError
+from wid.serve import spark_home
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "datasets" / "traffic_sample.parquet"
+Q1 = ("SELECT seg_id, max(speed) AS max_speed, min(speed) AS min_speed "
+      "FROM traffic [RANGE 300 SECONDS SLIDE 60 SECONDS WATTR ts] GROUP BY seg_id")
+
+
+def rows(df) -> list[tuple]:
+    """Sorted rows, floats rounded to 9 significant digits (sums may add in another order)."""
+    def norm(v):
+        return float(f"{v:.9g}") if isinstance(v, float) and math.isfinite(v) else v
+    return sorted((tuple(norm(v) for v in r) for r in df.collect()), key=repr)
+
+
+def random_stream(spark, rng: random.Random, name: str) -> None:
+    n = rng.randint(0, 60)
+    base = dt.datetime(2026, 1, 1)
+    data = []
+    for i in range(n):
+        x = rng.choice([rng.randint(-50, 400), rng.randrange(-50, 400, 10)])  # some on window edges
+        data.append((i * rng.randint(1, 3), rng.choice("abc"), rng.choice([None, rng.randint(0, 9)]),
+                     base + dt.timedelta(seconds=x, microseconds=rng.choice([0, 250_000, 1])), x, x / 4))
+    schema = "row_num long, k string, v int, ts timestamp, x long, d double"
+    spark.createDataFrame(data, schema).createOrReplaceTempView(name)
+
+
+def random_query(rng: random.Random, view: str) -> str:
+    attr, unit = rng.choice([("ts", " SECONDS"), ("x", ""), ("d", "")])
+    r, s = rng.choice([(60, 20), (30, 30), (20, 50), (7, 3)])
+    window = rng.choice([
+        f"RANGE {r}{unit} SLIDE {s}{unit} WATTR {attr}",
+        f"RANGE {r % 9 + 1} ROWS SLIDE {s % 4 + 1} ROWS WATTR row_num",
+        f"RANGE {r % 9 + 1} ROWS SLIDE {s % 4 + 1} ROWS WATTR row_num PATTR k",
+        f"RANGE UNBOUNDED SLIDE {s}{unit} WATTR {attr}",
+        f"RANGE {r}{unit} RATTR {attr} SLIDE 1 ROW SATTR row_num",
+        f"RANGE {r}{unit} RATTR {attr} SLIDE 3 ROWS SATTR row_num",
+        f"RANGE {r}{unit} RATTR {attr} SLIDE 2 ROWS SATTR rank({attr})",
+    ])
+    aggregates = rng.sample(["count(*) AS n", "count(v) AS nv", "sum(v) AS total", "avg(d) AS mean",
+                             "min(v) AS lo", "max(d + v) AS hi", "count(DISTINCT v) AS kinds"], 2)
+    grouped = rng.random() < 0.5 and "PATTR" not in window
+    where = rng.choice(["", "", " WHERE v > 2", " WHERE k <> 'a'"])
+    having = " HAVING n > 1" if "count(*) AS n" in aggregates and rng.random() < 0.5 else ""
+    keys = "k, " if grouped or "PATTR" in window else ""
+    return (f"SELECT {keys}{', '.join(aggregates)} FROM {view} [{window}]{where}"
+            f"{' GROUP BY k' if grouped else ''}{having}")
+
+
+def test_to_sql_equals_query_on_random_queries_and_streams(spark):
+    rng = random.Random(13)
+    for case in range(8):
+        random_stream(spark, rng, "sqlcat_stream")
+        text = random_query(rng, "sqlcat_stream")
+        compiled = spark.sql(wid.to_sql(spark, text))
+        expected = wid.query(spark, text)
+        assert compiled.columns == expected.columns, text
+        assert rows(compiled) == rows(expected), text
+
+
+def test_to_sql_keeps_order_by_and_limit(spark):
+    random_stream(spark, random.Random(5), "sqlcat_ordered")
+    text = ("SELECT k, count(*) AS n FROM sqlcat_ordered [RANGE 60 SECONDS SLIDE 20 SECONDS WATTR ts] "
+            "GROUP BY k ORDER BY n DESC, k, wid LIMIT 4")
+    assert spark.sql(wid.to_sql(spark, text)).collect() == wid.query(spark, text).collect()
+
+
+def test_to_sql_refuses_scan_kinds_naming_the_alternative(spark):
+    random_stream(spark, random.Random(1), "sqlcat_spl")
+    with pytest.raises(WidError, match="no SQL form: use a temporary view"):
+        wid.to_sql(spark, "SELECT count(*) AS n FROM sqlcat_spl [sliding, count(4), count(2)]")
+    with pytest.raises(WidError, match="expected SELECT"):
+        wid.to_sql(spark, "SELECT 1")
+
+
+def test_window_bounds_equal_spark_window(spark):
+    """``window_start``/``window_end`` of a timestamp window are Spark ``window()``'s bounds."""
+    traffic = spark.read.parquet(str(SAMPLE))
+    traffic.createOrReplaceTempView("traffic")
+    ours = wid.query(spark, Q1)
+    assert ours.columns[:3] == ["wid", "window_start", "window_end"]
+    assert dict(ours.dtypes)["window_start"] == "timestamp"
+    theirs = traffic.groupBy("seg_id", F.window("ts", "300 seconds", "60 seconds")).agg(
+        F.max("speed"), F.min("speed")).select("window.start", "window.end", "seg_id", "max(speed)", "min(speed)")
+    assert rows(ours.drop("wid")) == rows(theirs)
+    assert rows(spark.sql(wid.to_sql(spark, Q1))) == rows(ours)
+
+
+def test_window_bounds_of_rows_and_landmark_windows(spark):
+    spark.range(10).select(F.col("id").alias("row_num"), (F.col("id") * 3).alias("x")).createOrReplaceTempView("sqlcat_pos")
+    out = wid.query(spark, "SELECT count(*) AS n FROM sqlcat_pos [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]")
+    assert {(r.wid, r.window_start, r.window_end) for r in out.collect()} == {
+        (w, 2 * (w + 1) - 4, 2 * (w + 1)) for w in range(0, 6)}
+    landmark = wid.query(spark, "SELECT count(*) AS n FROM sqlcat_pos [RANGE UNBOUNDED SLIDE 10 WATTR x]")
+    assert sorted((r.window_start, r.window_end, r.n) for r in landmark.collect()) == [
+        (None, 10, 4), (None, 20, 7), (None, 30, 10)]
+
+
+def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(spark, tmp_path):
+    spark.read.parquet(str(SAMPLE)).write.saveAsTable("sqlcat_traffic")
+    spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+    try:
+        q = Q1.replace("FROM traffic", "FROM sqlcat_traffic").replace("max(speed)", "max(speed) -- a comment\n")
+        view = wid.run_sql(spark, f"CREATE VIEW sqlcat_q1 AS {q}")
+        assert rows(view) == rows(wid.query(spark, q))
+        stored = spark.sql("SHOW CREATE TABLE sqlcat_q1").first()[0]
+        assert "pmod" in stored and "[RANGE" not in stored
+        with pytest.raises(WidError, match="already exists"):
+            wid.run_sql(spark, f"CREATE VIEW sqlcat_q1 AS {q}")
+        wid.run_sql(spark, f"CREATE OR REPLACE VIEW sqlcat_q1 AS {q.replace('min(speed)', 'avg(speed)')}")
+        assert "min_speed" in spark.table("sqlcat_q1").columns  # the alias, over avg now
+        bad = [
+            ("CREATE VIEW sqlcat_v1 AS " + Q1, "temporary view"),  # traffic is a temp view
+            ("CREATE VIEW sqlcat_v2 AS " + Q1.replace("traffic", "sqlcat_missing"), "unknown table"),
+            ("CREATE VIEW sqlcat_v3 AS " + q.replace("max(speed)", "max(nope)"), "cannot resolve"),
+            ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [sliding, count(4)]", "no SQL form"),
+            ("CREATE TABLE sqlcat_v5 AS " + q, "can only define a view"),
+        ]
+        for statement, message in bad:
+            with pytest.raises(WidError, match=message):
+                wid.run_sql(spark, statement)
+        assert not any(spark.catalog.tableExists(f"sqlcat_v{i}") for i in range(1, 6))
+        with pytest.raises(WidError, match="not a valid table or view name"):
+            wid.sql.create_persistent_view(spark, "v; DROP TABLE sqlcat_traffic", q)
+        temp = wid.run_sql(spark, "CREATE TEMP VIEW sqlcat_t AS " + Q1)
+        assert spark.catalog.getTable("sqlcat_t").isTemporary and temp.count() == 398
+    finally:
+        spark.sql("DROP VIEW IF EXISTS sqlcat_q1")
+        spark.sql("DROP TABLE IF EXISTS sqlcat_traffic")
+
+
+def test_register_persistent_functions(spark):
+    wid.register(spark, persistent=True)
+    try:
+        assert spark.sql("SELECT wid_lo(CAST(125 AS DOUBLE), 300, 60) AS lo").first().lo == 2
+        assert not spark.catalog.getFunction("wid_lo").isTemporary
+    finally:
+        for name in wid.sql.FUNCTIONS:
+            spark.sql(f"DROP FUNCTION IF EXISTS {name}")
+
+
+def test_wid_sql_statements_file(spark, tmp_path, capsys):
+    from wid.cli import main
+
+    spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+    script = tmp_path / "q.sql"
+    script.write_text(f"-- Q1; as a temp view\nCREATE TEMP VIEW sqlcat_cli AS {Q1};\n"
+                      "SELECT count(*) AS n FROM sqlcat_cli;\nSELECT ';' AS semicolon")
+    assert main(["sql", "-f", str(script)], spark=spark) == 0
+    out = capsys.readouterr().out
+    assert out.split("\n")[0] == "OK" and "398" in out and "(1 rows)" in out
+    assert main(["sql", "-e", "SELECT count(*) AS n FROM nowhere [RANGE 1 SLIDE 1 WATTR x]"], spark=spark) == 2
+    assert "unknown view 'nowhere'" in capsys.readouterr().err
+
+
+# --- the Hive catalog, read by other Spark applications (slow) ------------------------------------
+
+PLAIN_READER = """
+import json, sys
+from pyspark.sql import SparkSession
+conf = json.loads(sys.argv[1])
+builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+for key, value in conf.items():
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
+print(json.dumps([list(map(str, r)) for r in spark.sql("SELECT * FROM q1").collect()]))
+spark.stop()
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def _strings(df) -> list[list[str]]:
+    return sorted([str(v) for v in r] for r in df.collect())
+
+
+@pytest.fixture(scope="module")
+def hive_catalog(tmp_path_factory):
+    """A catalog home with table ``traffic`` (the sample) and the window view ``q1`` = Q1,
+    made by ``wid sql`` in its own process."""
+    home = tmp_path_factory.mktemp("wid-home")
+    statements = (f"CREATE TABLE traffic USING parquet AS SELECT * FROM parquet.`{SAMPLE}`; "
+                  f"CREATE VIEW q1 AS {Q1}")
+    done = subprocess.run([sys.executable, "-m", "wid.cli", "sql", "--warehouse", str(home), "-e", statements],
+                          env=_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return home
+
+
+@pytest.mark.slow
+def test_plain_pyspark_application_reads_the_window_view(spark, hive_catalog):
+    conf = {k: v for k, v in catalog.conf(hive_catalog).items() if k != "spark.driver.extraJavaOptions"}
+    done = subprocess.run([sys.executable, "-c", PLAIN_READER, json.dumps(conf)], env={
+        **os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": ""}, capture_output=True, text=True,
+        timeout=900, cwd=hive_catalog)
+    assert done.returncode == 0, done.stderr[-2000:]
+    spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+    assert sorted(json.loads(done.stdout.strip().splitlines()[-1])) == _strings(wid.query(spark, Q1))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_beeline_reads_the_window_view_over_wid_serve(spark, hive_catalog):
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "wid.cli", "serve", "--port", str(port),
+                               "--warehouse", str(hive_catalog)], env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        ready = server.stdout.readline()
+        assert f"jdbc:hive2://127.0.0.1:{port}" in ready, server.stderr.read()[-2000:]
+        beeline = subprocess.run(
+            [str(spark_home() / "bin" / "beeline"), "-u", f"jdbc:hive2://127.0.0.1:{port}/default", "-n", "wid",
+             "--outputformat=csv2", "--silent=true", "-e", "SHOW VIEWS; SELECT * FROM q1;"],
+            env={**_env(), "SPARK_HOME": str(spark_home())}, capture_output=True, text=True, timeout=600)
+        assert beeline.returncode == 0, beeline.stderr[-2000:]
+        lines = [line for line in beeline.stdout.splitlines() if line.strip()]
+        assert lines[:2] == ["namespace,viewName,isTemporary", "default,q1,false"]
+        assert lines[2] == "wid,window_start,window_end,seg_id,max_speed,min_speed"
+        spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+        expected = wid.query(spark, Q1).select(
+            "wid", *[F.date_format(c, "yyyy-MM-dd HH:mm:ss.S").alias(c) for c in ("window_start", "window_end")],
+            "seg_id", "max_speed", "min_speed")
+        assert sorted(line.split(",") for line in lines[3:]) == _strings(expected)
+        (hive_catalog / "beeline.txt").write_text(beeline.stdout)
+    finally:
+        server.terminate()
+        assert server.wait(120) == 0
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+def test_serve_refuses_a_bad_port(spark, capsys):
+    from wid.cli import main
+
+    assert main(["serve", "--port", "0"], spark=spark) == 2
+    assert "--port must be 1..65535" in capsys.readouterr().err
