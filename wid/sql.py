@@ -2,7 +2,8 @@
 
 :func:`register` defines session-scoped SQL functions (``CREATE TEMPORARY FUNCTION ...
 RETURN``: SQL, no Python UDF, so they run the same on classic and Spark Connect
-sessions), or with ``persistent=True`` functions of the current database. They are the :class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
+sessions), or with ``persistent=True`` functions of the current database. They are the
+:class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
 (tumbling: r = s), with ``x`` a number or a timestamp as epoch seconds with fraction::
 
     wid_lo(x, r, s)    = floor(x/s)                  first window holding x
@@ -84,6 +85,9 @@ def register(spark: SparkSession, persistent: bool = False) -> None:
     <BLANKLINE>
     """
     kind = "" if persistent else "TEMPORARY "
+    if persistent:  # this session's temporary ones would shadow them (and cannot be referenced by them)
+        for name in FUNCTIONS:
+            spark.sql(f"DROP TEMPORARY FUNCTION IF EXISTS {name}")
     for name, (params, body) in FUNCTIONS.items():
         spark.sql(f"CREATE OR REPLACE {kind}FUNCTION {name}({params}) RETURN {body}")
 
