@@ -90,7 +90,7 @@ def test_to_sql_keeps_order_by_and_limit(spark):
 
 def test_to_sql_refuses_scan_kinds_naming_the_alternative(spark):
     random_stream(spark, random.Random(1), "sqlcat_spl")
-    with pytest.raises(WidError, match="no SQL form: use a temporary view"):
+    with pytest.raises(WidError, match="not compiled to SQL.*use a temporary view"):
         wid.to_sql(spark, "SELECT count(*) AS n FROM sqlcat_spl [sliding, count(4), count(2)]")
     with pytest.raises(WidError, match="expected SELECT"):
         wid.to_sql(spark, "SELECT 1")
@@ -136,7 +136,7 @@ def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(s
             ("CREATE VIEW sqlcat_v1 AS " + Q1, "temporary view"),  # traffic is a temp view
             ("CREATE VIEW sqlcat_v2 AS " + Q1.replace("traffic", "sqlcat_missing"), "unknown table"),
             ("CREATE VIEW sqlcat_v3 AS " + q.replace("max(speed)", "max(nope)"), "cannot resolve"),
-            ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [sliding, count(4)]", "no SQL form"),
+            ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [sliding, count(4)]", "not compiled to SQL"),
             ("CREATE TABLE sqlcat_v5 AS " + q, "can only define a view"),
         ]
         for statement, message in bad:
