@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 
 from wid.aggregate.range import Aggregate, range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.query import CompiledQuery
 from wid.spec.numbers import Number, exact
@@ -142,6 +143,9 @@ class Lagged:
 
     def closed(self, bound: Column) -> Column:
         return self.spec.closed(bound - F.lit(self.lateness))
+
+    def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
+        return bucket_punctuations(punctuations, self)
 
 
 def _revisions(on_time: DataFrame, allowed: DataFrame, compiled: CompiledQuery) -> DataFrame:
