@@ -165,7 +165,7 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
     pattern = given.pattern if given is not None else marks.pattern
     shapes = given.shapes if given is not None else (marks.pattern,)
     partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
-        *[p.alias(name) for i, a in enumerate(aggregates) for name, p, _ in a.partials(i)]).schema
+        *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i)]).schema
     finals = range_aggregate(tagged, keys, aggregates).schema
     output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),

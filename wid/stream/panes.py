@@ -18,14 +18,8 @@ LO, HI = "wid_lo", "wid_hi"
 
 def partial_names(aggregates: list[Aggregate]) -> list[tuple[str, str]]:
     """``(partial column, merge: sum|min|max)`` per partial, named as :meth:`Aggregate.partials`."""
-    out: list[tuple[str, str]] = []
-    for i, a in enumerate(aggregates):
-        name = f"_wid_p{i}"
-        if a.fn == "avg":
-            out += [(name + "s", "sum"), (name + "n", "sum")]
-        else:
-            out.append((name, "sum" if a.fn == "count" else a.fn))
-    return out
+    return [(name, a.fn if a.fn in ("min", "max") else "sum")
+            for i, a in enumerate(aggregates) for name, _ in a.partials(i)]
 
 
 def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate]) -> pd.DataFrame:
