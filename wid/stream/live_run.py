@@ -73,8 +73,8 @@ def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: b
 def progress_line(progress: dict) -> str:
     """One line for a micro-batch's progress: rows in, rows/s, state rows of each operator."""
     states = ", ".join(f"{s.get('numRowsTotal', 0)} state rows" for s in progress.get("stateOperators", []))
-    return (f"batch {progress.get('batchId')}: {progress.get('numInputRows', 0)} rows in, "
-            f"{progress.get('processedRowsPerSecond', 0.0):.0f} rows/s; {states}")
+    return (f"batch {progress.get('batchId')}: {progress.get('numInputRows') or 0} rows in, "
+            f"{progress.get('processedRowsPerSecond') or 0.0:.0f} rows/s; {states}")
 
 
 def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
