@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
@@ -82,7 +83,10 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
     many batches are done (a stop in the middle of the next one). The progress of every batch."""
     seen: list[dict] = []
     while True:
-        done = query.awaitTermination(0.5)
+        try:
+            done = query.awaitTermination(0.5)
+        except StreamingQueryException as error:
+            raise _failure(error) from None
         for progress in query.recentProgress:
             if progress["batchId"] > (seen[-1]["batchId"] if seen else -1):
                 seen.append(progress)
@@ -93,10 +97,15 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
             query.stop()
             break
     if query.exception() is not None:
-        text = str(query.exception())
-        found = re.search(r"wid: ([^\n]*)", text)  # a check of wid's, raised in a processor or a Column
-        raise WidError(found.group(1) if found else f"live query failed: {text.splitlines()[0]}")
+        raise _failure(query.exception())
     return seen
+
+
+def _failure(error: Exception) -> WidError:
+    """wid's own message when one of its checks (in a processor or a Column) failed the query."""
+    text = str(error)
+    found = re.search(r"wid: ([^\n]*)", text)
+    return WidError(found.group(1) if found else f"live query failed: {text.splitlines()[0]}")
 
 
 def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[DataFrame, DataFrame]:
