@@ -104,8 +104,8 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
 def _failure(error: Exception) -> WidError:
     """wid's own message when one of its checks (in a processor or a Column) failed the query."""
     text = str(error)
-    found = re.search(r"wid: ([^\n]*)", text)
-    return WidError(found.group(1) if found else f"live query failed: {text.splitlines()[0]}")
+    found = re.findall(r"wid: ([^\n]*?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE)  # the last: the raised one
+    return WidError(found[-1] if found else f"live query failed: {text.splitlines()[0]}")
 
 
 def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[DataFrame, DataFrame]:
