@@ -103,7 +103,7 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
 
 def _failure(error: Exception) -> WidError:
     """wid's own message when one of its checks (in a processor or a Column) failed the query."""
-    text = str(error)
+    text = str(error).split("=== Streaming Query ===")[0]  # not the plan dump after it
     found = re.findall(r"wid: ([^\n]*?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE)  # the last: the raised one
     return WidError(found[-1] if found else f"live query failed: {text.splitlines()[0]}")
 
