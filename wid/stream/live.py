@@ -29,8 +29,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from wid.aggregate.range import WID, range_aggregate
-from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
+from wid.aggregate.range import range_aggregate
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.text import WindowQuery
@@ -38,7 +38,6 @@ from wid.stream.live_state import END, KIND, PUNCTUATION, TUPLE, Layout, PanePro
 from wid.stream.punctuate import Generator, Marks
 
 END_COLUMN = "wid_end"
-EMIT_ROW = "emit_row"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 _BUCKET, _ONE = "_wid_bucket", "_wid_one"
 _views = itertools.count()
@@ -47,7 +46,8 @@ _views = itertools.count()
 @dataclass
 class Live:
     """``frame``: ``kind`` ('result' | 'late') with the columns of replay's ``results`` and
-    ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns. All three
+    ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
+    always 0: live mode has no allowed lateness). All three
     are views of one streaming plan: start ``frame`` (see :func:`start`) to run it once."""
 
     frame: DataFrame
@@ -185,11 +185,12 @@ def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str]) -> Li
     columns = {name: F.col(c) if c == name or name not in payload else F.when(is_result, F.col(c)).otherwise(F.col(name))
                for name, c in named.items()}
     columns[EMIT_ROW] = F.col(EMIT_ROW)
+    columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
     for c in [*payload, WID]:
         columns.setdefault(c, F.col(c))
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
-    results = frame.where(is_result).select(*named, EMIT_ROW)
+    results = frame.where(is_result).select(*named, EMIT_ROW, REVISION)
     late = frame.where(~is_result).select(*payload, WID)
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled)

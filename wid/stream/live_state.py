@@ -28,11 +28,12 @@ from pyspark.sql.streaming.stateful_processor import StatefulProcessor, Stateful
 from pyspark.sql.types import LongType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.panes import HI, LO, finals, merge, partial_names, spread, tuple_partials
 
 TUPLE, PUNCTUATION, END = 0, 1, 2
-KIND, CLOSED, EMIT_ROW, WID = "_wid_kind", "wid_closed", "emit_row", "wid"
+KIND = "_wid_kind"
 NONE = np.iinfo(np.int64).min  # no window closed yet
 _RUN, _AT = "_wid_run", "_wid_at"
 
