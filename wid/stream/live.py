@@ -181,9 +181,10 @@ def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str]) -> Li
     """``frame``, ``results`` and ``late`` over the processor's output ``out``; an output name
     that is also a stream column reads the result's column on result rows."""
     is_result = F.col("kind") == "result"
-    named = {name: c for c, name in compiled.output}
-    columns = {name: F.col(c) if c == name or name not in payload else F.when(is_result, F.col(c)).otherwise(F.col(name))
-               for name, c in named.items()}
+    named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
+    same = {name for c, name in compiled.output if c == name}
+    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(F.col(name))
+               for name, e in named.items()}
     columns[EMIT_ROW] = F.col(EMIT_ROW)
     columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
     for c in [*payload, WID]:
