@@ -125,6 +125,13 @@ BAD_PLANS = {
     "non-positive range": (Q1.replace("RANGE 5 MINUTES", "RANGE -5 MINUTES"), "RANGE must be positive"),
     "malformed clause": (Q1.replace("WATTR ts", "WATTR"), "WATTR needs a column name"),
     "unknown column": (Q1.replace("max(speed)", "max(velocity)"), "cannot resolve the query"),
+    "input path not a string": ('view = "t"\nquery = "x"\n[input]\npath = 5\n',
+                                "[input] path must be a non-empty string, got 5"),
+    "sum of a string": (Q1.replace("max(speed)", "sum(seg_id)"), "sum(seg_id): sum needs a number, not string"),
+    "range beyond a long of micros": (Q1.replace("RANGE 5 MINUTES", "RANGE 1000000000000000000 SECONDS"),
+                                      "exceeds 2**62"),
+    "range too fine": (Q1.replace("RANGE 5 MINUTES SLIDE 1 MINUTE", "RANGE 1e-300 SLIDE 1e-300"),
+                       "more than 18 decimal places"),
 }
 
 
@@ -150,6 +157,51 @@ def test_null_window_attribute_raised_inside_spark_is_one_line(spark, capsys, tm
     err = capsys.readouterr().err
     assert code == BAD_INPUT
     assert err == "wid: NULL or NaN window attribute 'x' in the tuple with row_num=1\n"
+
+
+@pytest.mark.parametrize("x, shown", [("1e300", "1.0E300"), ("Inf", "Infinity")])
+def test_huge_window_attribute_is_one_line_naming_the_row(spark, capsys, tmp_path, x, shown):
+    (tmp_path / "s.csv").write_text(f"row_num,seg_id,x\n0,a,1.5\n1,a,{x}\n")
+    plan = write_plan(tmp_path / "plan.toml", 'view = "s"\nquery = "SELECT seg_id, count(*) AS n FROM s '
+                      '[RANGE 10 SLIDE 5 WATTR x] GROUP BY seg_id"\n[input]\npath = "s.csv"\n')
+    code = main(["run", str(plan)], spark=spark)
+    err = capsys.readouterr().err
+    assert code == BAD_INPUT and len(err.splitlines()) == 1
+    assert err.startswith(f"wid: window attribute 'x' = {shown} is infinite or beyond") and "row_num=1" in err
+
+
+def test_a_foreign_file_is_named_not_echoed(spark, capsys, tmp_path):
+    secret = "s3cr3t:x:0:0:root:/root:/bin/bash"
+    (tmp_path / "passwd").write_text(secret + "\ndaemon:x:1:1::/:/bin/false\n")
+    plan = write_plan(tmp_path / "plan.toml", 'view = "t"\nquery = "SELECT count(*) AS n FROM t '
+                      '[RANGE 10 SLIDE 10 WATTR ts]"\n[input]\npath = "passwd"\nformat = "csv"\n')
+    code = main(["run", str(plan)], spark=spark)
+    err = capsys.readouterr().err
+    assert code == BAD_INPUT and len(err.splitlines()) == 1
+    assert str(tmp_path / "passwd") in err and "s3cr3t" not in err and "bash" not in err
+
+
+def test_a_file_without_the_window_attribute_names_it(spark, capsys, tmp_path):
+    (tmp_path / "s.csv").write_text("row_num,seg_id,speed\n0,a,1.5\n")
+    plan = write_plan(tmp_path / "plan.toml", Q1.replace("{sample}", "s.csv").replace('"traffic"', '"s"')
+                      .replace("FROM traffic", "FROM s"))
+    code = main(["run", str(plan)], spark=spark)
+    err = capsys.readouterr().err
+    assert code == BAD_INPUT
+    assert err == f"wid: input file {tmp_path / 's.csv'} has no column 'ts' (the window attribute)\n"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--limit", "-1"], "wid: --limit must be >= 0\n"),
+    (["--out", "/proc/wid_out"], "wid: --out /proc/wid_out: cannot create the directory"),
+])
+def test_bad_flags_exit_2_before_spark_starts(flags, message):
+    """The console entry point in a fresh interpreter: one line, status 2 (no JVM is started)."""
+    done = subprocess.run([sys.executable, "-m", "wid.cli", "run", "plans/q1_traffic.toml", *flags],
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == BAD_INPUT and done.stdout == ""
+    assert done.stderr.startswith(message) and len(done.stderr.splitlines()) == 1
 
 
 def test_unknown_sections_are_passed_through(tmp_path):

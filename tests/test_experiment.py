@@ -102,3 +102,19 @@ punctuation = "source"
     assert float(points[0]["avg_rel_error"]) > 0
     assert float(points[2]["latency"]) <= float(points[1]["latency"])  # external beats exact slack
     assert (tmp_path / "out.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_latency_of_a_hand_worked_replay(spark):
+    """Tumbling windows of 10 on ts, slack 0: window 0 ([0, 10)) closes at row 2 (ts 12) whose
+    arrival is 12: latency 12 - 10 = 2, in rows 2 - 1 (row 1 is the last to arrive before 10);
+    row 3 (ts 8) is late for it (2 of 3 emitted). Window 1 ([10, 20)) closes at row 4, arrival
+    26: latency 6, rows 4 - 3. Window 2 closes at the end of the stream: clock max(26, 30) = 30,
+    latency 0, rows (4 + 1) - 4."""
+    rows = [(0, 1.0, 1.0), (1, 5.0, 5.0), (2, 12.0, 12.0), (3, 8.0, 13.0), (4, 25.0, 26.0)]
+    spark.createDataFrame(rows, "row_num long, ts double, arrival_ts double").createOrReplaceTempView("lat")
+    rep = wid.replay(spark, "SELECT count(*) AS n FROM lat [RANGE 10 SLIDE 10 WATTR ts]",
+                     punctuation=punctuate.slack(0))
+    got = {r.wid: (r.exact, r.emitted, r.emit_row, r.latency, r.latency_rows, r.rel_error)
+           for r in extent_metrics(rep, "n").collect()}
+    assert got == {0: (3, 2, 2, 2.0, 1.0, pytest.approx(1 / 3)), 1: (1, 1, 4, 6.0, 1.0, 0.0),
+                   2: (1, 1, None, 0.0, 1.0, 0.0)}

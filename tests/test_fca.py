@@ -14,10 +14,13 @@ import random
 import numpy as np
 import pytest
 from chispa import assert_df_equality
+from pyspark.sql import Window
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 
 import wid
 from tests.oracle import SlideByTuple, evaluate
+from wid.datasets.traffic import traffic
 from wid import bench
 from wid.aggregate import fca
 from wid.query import compile_query
@@ -200,6 +203,20 @@ def test_bench_case_checks_against_spark_range_frame(spark):
     assert bench.has_conf(spark, bench.SEGMENT_TREE) and not bench.has_conf(spark, "spark.sql.no.such.conf")
     assert set(times) == {"wid", "wid sql", "range frame", "range frame, segment tree"} and min(times.values()) > 0
     assert spark.conf.get(bench.SEGMENT_TREE) == "false"  # restored
+@pytest.mark.parametrize("method", ["bins", "sql"])
+def test_equals_spark_range_frame(spark, method):
+    """Slide-by-tuple count and max over generated traffic equal Spark's own frame
+    ``ORDER BY ts RANGE BETWEEN r - 1 micros PRECEDING AND CURRENT ROW`` (``w - r < ts <= w``
+    on integer micros), one row per distinct ts: compared here, not inside ``wid bench``."""
+    traffic(spark, 400).createOrReplaceTempView("fca_frame")
+    compiled = compile_query(spark, "SELECT count(*) AS n, max(speed) AS hi FROM fca_frame "
+                                    "[RANGE 3 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
+    out = compiled.finish(fca.aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates, method))
+    frame = Window.orderBy(F.unix_micros("ts")).rangeBetween(-(3 * 10**6 - 1), 0)
+    expected = spark.table("fca_frame").select(
+        F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),
+    ).dropDuplicates(["wid"])
+    assert sorted(out.select("wid", "n", "hi").collect()) == sorted(expected.collect())
 
 
 def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
-from operational_sim import aggregate, simulate
+from tests.operational_sim import aggregate, simulate
 
 import wid
 from wid.errors import WidError

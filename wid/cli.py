@@ -15,10 +15,11 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.logger import PySparkLogger
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from wid import bench, experiment, live_cli, serve, sqlshell
 from wid.console import WID_MESSAGE, log, one_line, table
@@ -26,6 +27,7 @@ from wid.errors import WidError
 from wid.plan import Plan
 from wid.query import WindowQuery, query
 from wid.session import local_session, remote_session
+from wid.spec.clause import parse_window
 from wid.spec.flink import from_dict
 from wid.stream.replay import replay
 
@@ -47,9 +49,15 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid run``: the plan's exact result, printed sorted by keys then wid, or written to ``--out``."""
     if args.rows is not None and args.rows < 0:
         raise WidError("--rows must be >= 0")
+    if args.limit < 0:
+        raise WidError("--limit must be >= 0")
+    if args.out:
+        writable(args.out)
     plan = Plan.load(args.plan)
     spark = session()
     source = plan.register(spark, args.rows)
+    if "path" in plan.input:
+        _has_window_attribute(plan, source)
     # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink];
     # a [replay] table replays the query: punctuation = scheme (as in [experiment] curves) + options,
     # allowed_lateness
@@ -74,6 +82,28 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if late is not None:
         print(f"late: {late.count()} (tuple, window) rows")
     return 0
+
+
+def _has_window_attribute(plan: Plan, source: DataFrame) -> None:
+    """A :class:`WidError` naming the column and the file when the input lacks the window attribute."""
+    window = WindowQuery.parse(plan.query).window
+    wattr = parse_window(window).wattr if "flink" not in plan.sections else None
+    if wattr and wattr.lower() not in {c.lower() for c in source.columns}:
+        raise WidError(f"input file {plan.data_path} has no column {wattr!r} (the window attribute)")
+
+
+def writable(out: str) -> None:
+    """A :class:`WidError` unless ``out`` (a local directory path) is new and can be created."""
+    path = Path(out)
+    if "://" in out:
+        return
+    if path.exists():
+        raise WidError(f"--out {out} already exists")
+    try:
+        path.mkdir()
+        path.rmdir()
+    except OSError as error:
+        raise WidError(f"--out {out}: cannot create the directory ({error.strerror})") from None
 
 
 SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser, live_cli.add_parser, sqlshell.add_parser,

@@ -11,8 +11,9 @@ from datetime import datetime
 from pyspark.sql import DataFrame
 from pyspark.sql.types import NumericType
 
-#: A wid check raised inside Spark (``raise_error('wid: ...')``).
-WID_MESSAGE = re.compile(r"wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+#: A wid check raised inside Spark (``raise_error('wid: ...')``): Spark's tag for a user-raised
+#: error, then wid's marker at the start of the message (not ``wid:`` anywhere in a plan dump).
+WID_MESSAGE = re.compile(r"\[USER_RAISED_EXCEPTION\] wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
 #: Progress of long commands (bench, experiment); results go to stdout.
 log = logging.getLogger("wid")
 

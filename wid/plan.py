@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from wid.errors import WidError
 
 _TOP_KEYS = {"query", "view", "title", "input"}
 _FORMATS = ("parquet", "csv")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,8 @@ class Plan:
         if ("path" in given) == ("generator" in given):
             raise WidError(f"plan {self.path}: [input] needs exactly one of 'path' or 'generator'")
         if "path" in given:
+            if not isinstance(self.input["path"], str) or not self.input["path"].strip():
+                raise WidError(f"plan {self.path}: [input] path must be a non-empty string, got {self.input['path']!r}")
             unknown = given - {"path", "format"}
             if self.input.get("format", self.data_path.suffix.lstrip(".")) not in _FORMATS:
                 raise WidError(f"plan {self.path}: [input] format must be one of {', '.join(_FORMATS)}")
@@ -115,6 +119,9 @@ class Plan:
         fmt = self.input.get("format", self.data_path.suffix.lstrip("."))
         reader = spark.read.option("header", True).option("inferSchema", True) if fmt == "csv" else spark.read
         df = reader.format(fmt).load(str(self.data_path.resolve()))
+        if not all(_IDENTIFIER.fullmatch(c) for c in df.columns):  # never echo a foreign file's content
+            raise WidError(f"plan {self.path}: input file {self.data_path} has columns that are not names "
+                           f"(is it a {fmt} file with a header line?)")
         if rows is not None:
             if "row_num" not in df.columns:
                 raise WidError(f"plan {self.path}: --rows needs a row_num column in {self.data_path}")

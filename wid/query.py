@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, LongType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
@@ -150,6 +150,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     output[at:at] = [(name, name) for name in spec.extent_columns if name not in [c for c, _ in output]]
     if not aggregates:
         raise WidError("a window query needs at least one aggregate in SELECT")
+    numeric_arguments(tagged, aggregates, {f"_wid_a{i}": item.expr for i, item in enumerate(parsed.select)})
     units = None
     if spec.extent(0) is not None:
         dtype = LongType() if spec.positional else attribute_type(source, spec.wattr)

@@ -3,8 +3,10 @@
 The state is a sorted set of bins after the init bin (id -inf, the identity); the partial
 of bin ``b`` is the aggregate, over the tuples added so far, of extent(w) for every ``w``
 from ``b`` up to the next bin. processtuple (:meth:`Bins.add`) adds a tuple's start bin ``x``
-and end bin ``x + r``, each initialised from the bin before it, then updates every bin in
-``[x, x + r)``; tuples come in batches, in any order, and none is kept. A window's result
+and end bin ``e(x)``, each initialised from the bin before it, then updates every bin in
+``[x, e(x))``. The end is the least value of x's type that is ``>= x + r`` exactly
+(:func:`ends`), so ``w < e(x) <=> w - r < x`` for every window ``w``: a bin ``b`` holds the
+tuples with ``x <= b < e(x)``, found by comparing stored values only (never ``b - r``); tuples come in batches, in any order, and none is kept. A window's result
 is the partial of the bin at or before it (:meth:`Bins.at`); processpunctuation emits those
 and purges the bins below the bound (:meth:`Bins.purge`).
 """
@@ -12,6 +14,7 @@ and purges the bins below the bound (:meth:`Bins.purge`).
 from __future__ import annotations
 
 import math
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
@@ -33,6 +36,28 @@ def _identity(kind: str, dtype: np.dtype):
     return dtype.type(big if kind == "min" else -big)
 
 
+def ends(x: np.ndarray, r: Number) -> np.ndarray:
+    """``e(x)``, the least value of x's type with ``e >= x + r`` exactly: ``x + ceil(r)`` for
+    integers; for doubles (``r`` a double) ``s = fl(x + r)``, or the next double when the
+    rounding error ``x + r - s`` (Knuth's TwoSum) is positive; for decimals ``x + r``."""
+    if x.dtype.kind in "iu":
+        return x + np.int64(math.ceil(r))
+    if x.dtype.kind == "f":
+        rd = float(r)
+        s = x + rd
+        back = s - x
+        error = (x - (s - back)) + (rd - back)
+        return np.where(error > 0, np.nextafter(s, np.inf), s)
+    with localcontext() as context:
+        context.prec = 100
+        return np.array([v + Decimal(r) for v in x], dtype=object)
+
+
+def _lowest(dtype: np.dtype):
+    """The init bin's id: below every value of ``dtype``."""
+    return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
+
+
 class Bins:
     """Start and end bins of one key partition, after the init bin (id -inf, the identity).
     ``partials`` maps a name to ``(kind, column, dtype)``: kind ``n`` counts the present
@@ -40,8 +65,7 @@ class Bins:
 
     def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], x_dtype: np.dtype):
         self.r, self.partials = r, partials
-        ids = np.result_type(x_dtype, np.asarray(r).dtype)
-        self.pos = np.array([np.iinfo(ids).min if ids.kind == "i" else -np.inf], dtype=ids)
+        self.pos = np.array([_lowest(np.dtype(x_dtype))], dtype=x_dtype)
         self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype)
                       for name, (kind, _, dtype) in partials.items()}
 
@@ -56,23 +80,24 @@ class Bins:
         ``floor`` (late tuples, generous) only their windows ``w >= floor``: start bin
         ``max(x, floor)``."""
         if floor is not None:
-            keep = x + self.r > self._id(floor)
+            keep = ends(x, self.r) > self._id(floor)
             x, columns = x[keep], {name: (v[keep], p[keep]) for name, (v, p) in columns.items()}
         if not len(x):
             return
         order = np.argsort(x, kind="stable")
         xs = x[order]
+        es = ends(xs, self.r)  # non-decreasing, as xs
         starts = xs if floor is None else np.maximum(xs, self._id(floor))
-        new = np.setdiff1d(np.concatenate([starts, xs + self.r]), self.pos)  # start and end bins
+        new = np.setdiff1d(np.concatenate([starts, es]), self.pos)  # start and end bins
         init = self.at(new)  # from the bin before each
         where = np.searchsorted(self.pos, new)
         self.pos = np.insert(self.pos, where, new)
         for name in self.state:
             self.state[name] = np.insert(self.state[name], where, init[name])
-        first, stop = np.searchsorted(self.pos, [starts[0], xs[-1] + self.r])
+        first, stop = np.searchsorted(self.pos, [starts[0], es[-1]])
         bins = self.pos[first:stop]
-        lo = np.searchsorted(xs, bins - self.r, side="right")
-        hi = np.searchsorted(xs, bins, side="right")
+        lo = np.searchsorted(es, bins, side="right")  # tuples with e(x) <= b: past their extents
+        hi = np.searchsorted(xs, bins, side="right")  # tuples with x <= b
         for name, (kind, column, _) in self.partials.items():
             if column is None:
                 part = (hi - lo).astype(np.int64)
@@ -97,7 +122,7 @@ class Bins:
 
     def _id(self, bound: Number) -> Number:
         """The least window-id ``>= bound`` when ids are integers."""
-        return math.ceil(bound) if self.pos.dtype.kind == "i" else bound
+        return math.ceil(bound) if self.pos.dtype.kind in "iu" else bound
 
 
 def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -35,10 +36,11 @@ from pyspark.sql.types import (
 from wid.aggregate.bins import Bins, add, columns, output, partials
 from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X, rattr_value
+from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes, ids
 from wid.errors import WidError
-from wid.spec.windows import Number, SlideByTuple
+from wid.spec.numbers import LIMIT, Number, as_number
+from wid.spec.windows import SlideByTuple
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000
@@ -108,30 +110,31 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
                   chunk_rows: int = CHUNK_ROWS) -> Chunks:
     """The :class:`Chunks`: equal pieces of the x axis, at least ``r`` wide, about
     ``chunk_rows`` tuples each but at most twice as many as shuffle partitions; cutting them
-    runs one Spark job now (min, max and count of x)."""
+    runs one Spark job now (min, max and count of x). ``first``/``last`` have a chunk of margin
+    (:func:`wid.bucket.fca.chunk_of` may round)."""
     most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
     pieces = max(1, min(most, count // chunk_rows))
-    span = high - low if low is not None else 0
-    width = max(r, -(-span // pieces) if isinstance(span, int) and isinstance(r, int) else span / pieces)
+    span = Decimal(high) - Decimal(low) if low is not None else 0
+    width = min(max(r, as_number(math.ceil(span / pieces) if isinstance(r, int) else float(span / pieces), "width")),
+                LIMIT)  # a long literal
     values = sorted({a.arg for a in aggregates if a.arg is not None})
     order = ["row_num"] if "row_num" in tagged.columns and "row_num" not in keys + values else []
-    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_WINDOW, contributes(tagged).alias(WID_IN)),
-                   width, r)
+    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_HI, WID_WINDOW,
+                                 contributes(tagged).alias(WID_IN)), width)
     rows = rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
     if low is None:
         return Chunks(rows, width, 0, -1)
-    return Chunks(rows, width, math.floor(low / width), math.ceil((high + r) / width) - 1)
+    return Chunks(rows, width, math.floor(Decimal(low) / width) - 1, math.ceil((Decimal(high) + r) / width))
 
 
 def bins_schema(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
                 numeric: dict[str, np.dtype], *extra: StructField) -> StructType:
     """The scan's output: ``keys``, ``wid`` (x units), the aggregates as the bins hold them, ``extra``."""
     fields = {f.name: f for f in tagged.schema.fields}
-    integral = isinstance(fields[WID_X].dataType, IntegralType) and isinstance(r, int)
     return StructType([
         *[fields[k] for k in keys],
-        StructField(WID, LongType() if integral else DoubleType()),
+        StructField(WID, fields[WID_X].dataType),
         *[StructField(a.alias, _bins_type(a, numeric)) for a in aggregates],
         *extra,
     ])

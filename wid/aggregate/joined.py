@@ -5,25 +5,29 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
 
 from wid.aggregate.range import Aggregate, quoted
-from wid.bucket.columns import WID, WID_IN, WID_WINDOW, WID_X, attribute_type, rattr_value
-from wid.bucket.fca import CHUNK, chunk_range, chunked, contributes, ids
-from wid.spec.numbers import Number, floor_div
-from wid.spec.sqlexpr import Sql, literal
+from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, attribute_type, rattr_value
+from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes, ids
+from wid.spec.numbers import Number
+from wid.spec.sqlexpr import Sql
 from wid.spec.windows import SlideByTuple
 
-#: A tuple at ``wid_x`` in the extent of window ``wid``: ``wid - r < wid_x <= wid``.
-EXTENT = f"{WID} - {{r}} < {WID_X} AND {WID_X} <= {WID}"
+
+def extent(r: Number, dtype: DataType) -> str:
+    """A tuple at ``wid_x`` in the extent of window ``wid``, ``wid - r < wid_x <= wid``, decided
+    exactly (:func:`wid.bucket.fca.before_end`), as SQL text; ``dtype`` the rattr's type."""
+    return f"{WID_X} <= {WID} AND {before_end(Sql.column(WID), Sql.column(WID_X), r, dtype)}"
 
 
 def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
-    """One row per ``(keys, wid)`` (``wid`` in x units) whose extent holds a contributing tuple."""
+    """One row per ``(keys, wid)`` (``wid`` in x units) whose extent holds a contributing tuple:
+    ``x <= w`` and ``w < x + r`` decided exactly (:func:`wid.bucket.fca.before_end`)."""
     windows = tagged.where(F.col(WID_WINDOW)).select(F.col(WID_X).alias(WID)).distinct()
-    windows = windows.withColumn(CHUNK, floor_div(F.col(WID), r))
-    tuples = chunked(tagged.where(contributes(tagged)), r, r)
-    extent = F.expr(EXTENT.format(r=literal(r)))
-    joined = tuples.join(windows, CHUNK).where(extent)
+    windows = windows.withColumn(CHUNK, chunk_of(F.col(WID), r))
+    tuples = chunked(tagged.where(contributes(tagged)), r)
+    joined = tuples.join(windows, CHUNK).where(F.expr(extent(r, tagged.schema[WID_X].dataType)))
     return joined.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
@@ -32,16 +36,16 @@ def joined_sql(tagged: str, df: DataFrame, spec: SlideByTuple, keys: list[str], 
     """:func:`joined_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) of a
     stream with ``df``'s columns, ``wid`` a value of the rattr's type; ``where``: ``tagged`` has
     ``wid_in`` (the query has a WHERE)."""
-    r = ids(df, spec)[2].range
+    r, dtype = ids(df, spec)[2].range, attribute_type(df, spec.rattr)
     key = "".join(f"{quoted(k)}, " for k in keys)
-    first, last = chunk_range(Sql.column(WID_X), r, r)
-    windows = (f"SELECT {WID}, {floor_div(Sql.column(WID), r)} AS {CHUNK} FROM "
+    first, last = chunk_of(Sql.column(WID_X), r), chunk_of(Sql.column(WID_HI), r)
+    windows = (f"SELECT {WID}, {chunk_of(Sql.column(WID), r)} AS {CHUNK} FROM "
                f"(SELECT DISTINCT {WID_X} AS {WID} FROM {tagged} WHERE {WID_WINDOW})")
     tuples = (f"SELECT *, explode(sequence({first}, {last})) AS {CHUNK} FROM {tagged}"
               + (f" WHERE coalesce({WID_IN}, false)" if where else ""))
     aggregated = ", ".join(f"{a.direct_sql()} AS {quoted(a.alias)}" for a in aggregates)
     joined = (f"SELECT {key}{WID}, {aggregated} FROM ({tuples}) JOIN ({windows}) USING ({CHUNK}) "
-              f"WHERE {EXTENT.format(r=literal(r))} GROUP BY {key}{WID}")
-    wid = rattr_value(Sql.column(WID), attribute_type(df, spec.rattr))
+              f"WHERE {extent(r, dtype)} GROUP BY {key}{WID}")
+    wid = rattr_value(Sql.column(WID), dtype)
     rest = ", ".join(quoted(c) for c in [*keys, *(a.alias for a in aggregates)])
     return f"SELECT {wid.alias(WID)}, {rest} FROM ({joined})"

@@ -30,8 +30,10 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, DecimalType, NumericType
 
 from wid.bucket.columns import WID
+from wid.errors import WidError
 
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
@@ -91,11 +93,13 @@ class Aggregate:
         """The aggregate over plain rows."""
         return F.expr(self.direct_sql())
 
-    def partials(self, index: int) -> list[tuple[str, str]]:
-        """``(name, partial over rows)`` for each partial state, as SQL text."""
+    def partials(self, index: int, dtype: DataType | None = None) -> list[tuple[str, str]]:
+        """``(name, partial over rows)`` for each partial state, as SQL text; ``dtype`` is the
+        argument's type (an avg sums a decimal as a decimal, other numbers as doubles, as Spark)."""
         name = f"_wid_p{index}"
         if self.fn == "avg":
-            return [(name + "s", f"sum(CAST({self._value} AS DOUBLE))"), (name + "n", f"count({self._value})")]
+            total = self._value if isinstance(dtype, DecimalType) else f"CAST({self._value} AS DOUBLE)"
+            return [(name + "s", f"sum({total})"), (name + "n", f"count({self._value})")]
         return [(name, f"{self.fn}({self._value})")]
 
     def merge(self, index: int) -> list[tuple[str, str]]:
@@ -103,10 +107,29 @@ class Aggregate:
         combine = {"min": "min", "max": "max"}.get(self.fn, "sum")
         return [(name, f"{combine}({quoted(name)})") for name, _ in self.partials(index)]
 
-    def final(self, index: int) -> str:
-        """The aggregate from the merge of its partials, as SQL text."""
+    def final(self, index: int, dtype: DataType | None = None) -> str:
+        """The aggregate from the merge of its partials, as SQL text. avg of a decimal(p, s) is
+        Spark's own: the sum as decimal(p+10, s) over the count as decimal(20, 0), cast to
+        decimal(p+4, s+4) (each bounded by 38)."""
         merged = [sql for _, sql in self.merge(index)]
-        return f"CASE WHEN {merged[1]} > 0 THEN {merged[0]} / {merged[1]} END" if self.fn == "avg" else merged[0]
+        if self.fn != "avg":
+            return merged[0]
+        total, n = merged
+        if isinstance(dtype, DecimalType):
+            p, s = dtype.precision, dtype.scale
+            total = (f"CAST(CAST({total} AS DECIMAL({min(p + 10, 38)}, {s})) / CAST({n} AS DECIMAL(20, 0)) "
+                     f"AS DECIMAL({min(p + 4, 38)}, {min(s + 4, 38)}))")
+            return f"CASE WHEN {n} > 0 THEN {total} END"
+        return f"CASE WHEN {n} > 0 THEN {total} / {n} END"
+
+
+def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[str, str]) -> None:
+    """A :class:`WidError` naming the select item (``texts``: alias -> text) whose sum or avg
+    is given something other than a number (Spark would fail at run time casting it)."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    for a in aggregates:
+        if a.fn in ("sum", "avg") and not isinstance(types[a.arg], NumericType):
+            raise WidError(f"{texts[a.alias]}: {a.fn} needs a number, not {types[a.arg].simpleString()}")
 
 
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
@@ -114,7 +137,8 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     ``keys``, ``wid`` and one per aggregate alias."""
     if not all(a.decomposable for a in aggregates):
         return _expanded(tagged, keys, aggregates)
-    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i)]
+    types = {f.name: f.dataType for f in tagged.schema.fields}
+    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
     names = [name for name, _ in partials]
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
@@ -124,7 +148,8 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
         *[_as(sql, name) for name, sql in merges])
     ids = blocks.select(*keys, *names, _as(_SPREAD, WID))
-    return ids.groupBy(*keys, WID).agg(*[_as(a.final(i), a.alias) for i, a in enumerate(aggregates)])
+    finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
+    return ids.groupBy(*keys, WID).agg(*finals)
 
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:

@@ -20,6 +20,12 @@ def time_scale(df: DataFrame, ts: str) -> int:
     return numeric_value(F.col(ts), attribute_type(df, ts), ts)[1]
 
 
+def ticks(x: Column, period: float) -> Column:
+    """``floor(x / period)`` as a long, in the clock's own (double) arithmetic, as the operational
+    time policies compare: exact on integral clocks below 2**53."""
+    return F.floor(x / F.lit(period)).cast("long")
+
+
 def clocked(df: DataFrame, ts: str, counted: Column | None = None) -> DataFrame:
     """``df`` with the clock ``T`` on column ``ts`` (a run-time error names the first row where it
     decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows by default)."""

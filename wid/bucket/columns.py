@@ -7,11 +7,14 @@ attribute in the units of the ids' arithmetic; ``wid_closed``: a punctuation on 
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from decimal import Decimal
+
+from pyspark.sql import Column, DataFrame, WindowSpec as Over
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
     DateType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegralType,
@@ -21,7 +24,9 @@ from pyspark.sql.types import (
 )
 
 from wid.errors import WidError
+from wid.spec.numbers import LIMIT, Number, floor_scaled
 from wid.spec.sqlexpr import Expr, Sql, call, literal
+from wid.spec.windows import WindowSpec
 
 WID_LO = "wid_lo"
 WID_HI = "wid_hi"
@@ -66,19 +71,35 @@ def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
     raise WidError(f"window attribute {name!r} must be numeric or a timestamp, not {dtype.simpleString()}")
 
 
-def checked(x: Expr, dtype: DataType, name: str) -> Expr:
-    """``x``, failing the query with a message naming the tuple when it is NULL or NaN."""
+def exact_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
+    """:func:`numeric_value`, but a decimal stays a decimal (no double between it and its ids)."""
+    return (column, 1) if isinstance(dtype, DecimalType) else numeric_value(column, dtype, name)
+
+
+def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) -> Expr:
+    """``x``, failing the query with a message naming the tuple when it is NULL or NaN, or
+    (with ``limit``) infinite or beyond ``±limit``, where window-ids stop being exact longs."""
     nan = isinstance(dtype, (FloatType, DoubleType))
-    prefix = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
+    null = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
+    far = (f"wid: window attribute {name!r} = ",
+           f" is infinite or beyond ±{limit} (window-ids would not be exact) in the tuple with row_num=")
     if isinstance(x, Sql):
-        bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
         row = "coalesce(CAST(`row_num` AS STRING), 'NULL')"
-        return Sql(f"CASE WHEN {bad} THEN raise_error(concat({literal(prefix)}, {row})) ELSE {x} END")
+        bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
+        cases = f"WHEN {bad} THEN raise_error(concat({literal(null)}, {row})) "
+        if limit is not None:
+            cases += (f"WHEN abs({x}) > {literal(Decimal(limit))} THEN raise_error(concat({literal(far[0])}, "
+                      f"CAST({x} AS STRING), {literal(far[1])}, {row})) ")
+        return Sql(f"CASE {cases}ELSE {x} END")
     bad = x.isNull()
     if nan:
         bad = bad | F.isnan(x)
-    message = F.concat(F.lit(prefix), F.coalesce(F.col("row_num").cast("string"), F.lit("NULL")))
-    return F.when(bad, F.raise_error(message)).otherwise(x)
+    row = F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))
+    out = F.when(bad, F.raise_error(F.concat(F.lit(null), row)))
+    if limit is not None:
+        message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), row)
+        out = out.when(F.abs(x) > F.lit(Decimal(limit)), F.raise_error(message))
+    return out.otherwise(x)
 
 
 def rattr_value(v: Expr, dtype: DataType) -> Expr:
@@ -97,3 +118,32 @@ def bound_value(v: Expr, dtype: DataType) -> Expr:
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
         return rattr_value(v, TimestampType() if isinstance(dtype, DateType) else dtype)
     return v if isinstance(dtype, IntegralType) else v.cast(dtype)
+
+
+def position(over: Over, key: Column, name: str) -> Column:
+    """The 0-based ``row_number()`` over ``over`` (ordered by ``key`` last), failing the query
+    when ``key`` equals its predecessor's (``lag``, on the sort already made): an order with
+    ties (a duplicate ``row_num``) would give positions that differ from run to run."""
+    message = F.concat(F.lit(f"wid: duplicate {name}="), key.cast("string"),
+                       F.lit(f": arrival order needs a unique {name}"))
+    return F.when(F.lag(key).over(over) == key, F.raise_error(message)).otherwise(
+        (F.row_number().over(over) - 1).cast("long"))
+
+
+def id_units(column: Expr, dtype: DataType, spec: WindowSpec) -> tuple[Expr, int]:
+    """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`checked`
+    against ``spec.scaled(factor).limit``), and ``factor`` = id units per clause unit.
+
+    Timestamps are epoch microseconds, longs and decimals as they are; a double, when the
+    spec's ids depend only on window boundaries (``spec.floors``), is the long
+    ``floor(x * 10**p)``, ``p`` the clause numbers' decimal places: every boundary ``b`` is a
+    multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``."""
+    name = spec.wattr
+    x, factor = exact_value(column, dtype, name)
+    if isinstance(dtype, (FloatType, DoubleType)):
+        floors = spec.floors and not spec.positional
+        factor = 10**spec.places if floors else 1
+        limit = min(spec.limit, Decimal(LIMIT) / factor)
+        x = checked(x.cast("double"), dtype, name, limit)
+        return (floor_scaled(x, factor) if floors else x), factor
+    return checked(x, dtype, name, spec.scaled(factor).limit), factor

@@ -1,6 +1,11 @@
-"""FCA Bucket: each tuple's maximal id range ``wid_lo = x <= w < wid_hi = x + r`` and
+"""FCA Bucket: each tuple's maximal id range ``wid_lo = x <= w < x + r`` and
 ``wid_window``, whether its ``x`` is a window-id: every tuple (slide-by-tuple); every n-th
 in arrival order (FCB); every n-th in ``(x, row_num)`` order (FCU).
+
+Membership ``w - r < x <= w`` is decided exactly on the stored values (never through a
+rounded ``x + r - r``): the upper side ``w < x + r`` (:func:`before_end`) is exact for longs
+(``w < x + ceil(r)``), decimals (an exact decimal sum) and doubles with ``r`` a double
+(Knuth's TwoSum: ``x + r = s + e`` exactly, and ``w < x + r <=> w < s or (w = s and e > 0)``).
 
 Positions are parallel: the order is cut into ``spark.sql.shuffle.partitions`` equal
 slices of its leading column, each slice numbers its rows on its own and adds the count of
@@ -9,13 +14,17 @@ the slices before it (a prefix sum over one row per slice).
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType
+from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 
-from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, checked, numeric_value
-from wid.spec.numbers import Number, floor_div
-from wid.spec.sqlexpr import Expr, Sql
+from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, position
+from wid.errors import WidError
+from wid.spec.numbers import Number
+from wid.spec.sqlexpr import Expr, Sql, call
 from wid.spec.windows import SlideByTuple
 
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and whether it holds ``x``.
@@ -24,17 +33,53 @@ _SLICE, _BEFORE = "_wid_slice", "_wid_before"
 
 
 def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTuple]:
-    """``(x, rattr type, spec in x's units)``: x is checked (NULL/NaN fail the query)."""
+    """``(x, rattr type, spec in x's units)`` (:func:`rattr_units`)."""
     dtype = attribute_type(df, spec.rattr)
-    x, factor = numeric_value(F.col(spec.rattr), dtype, spec.rattr)
-    return checked(x, dtype, spec.rattr), dtype, spec.scaled(factor) if factor != 1 else spec
+    x, scaled = rattr_units(F.col(spec.rattr), dtype, spec)
+    return x, dtype, scaled
+
+
+def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple) -> tuple[Expr, SlideByTuple]:
+    """``(x, spec in x's units)``: x checked (NULL/NaN/too large fail the query); a double ``x``
+    needs a RANGE that is a double exactly (a binary fraction)."""
+    x, factor = id_units(column, dtype, spec)
+    scaled = spec.scaled(factor)
+    if isinstance(dtype, (FloatType, DoubleType)) and Decimal(float(scaled.range)) != scaled.range:
+        raise WidError(f"RANGE {spec.range} is not a binary fraction, so membership w - r < {spec.rattr} <= w "
+                       f"on the double {spec.rattr!r} cannot be decided exactly: CAST {spec.rattr} to a decimal "
+                       "or give a RANGE such as 0.125")
+    if isinstance(dtype, DecimalType) and dtype.precision == 38:  # room for the carry of x + r
+        x = x.cast(DecimalType(37, dtype.scale))
+    return x, scaled
+
+
+def end(x: Expr, r: Number, dtype: DataType) -> Expr:
+    """The end of a tuple's ids: exactly ``x + ceil(r)`` (longs) or ``x + r`` (decimals), the
+    rounded ``fl(x + r)`` for doubles (:func:`before_end` decides at it)."""
+    if isinstance(dtype, (FloatType, DoubleType)):
+        return x + float(r)
+    return x + (math.ceil(r) if _integral(dtype) else r)
+
+
+def before_end(w: Sql, x: Sql, r: Number, dtype: DataType) -> str:
+    """``w < x + r`` exactly (module docstring), as SQL text."""
+    if not isinstance(dtype, (FloatType, DoubleType)):
+        return f"{w} < {end(x, r, dtype)}"
+    s = x + float(r)
+    back = s - x
+    error = (x - (s - back)) + (float(r) - back)  # TwoSum: x + r = s + error exactly
+    return f"({w} < {s} OR ({w} = {s} AND {error} > 0))"
+
+
+def _integral(dtype: DataType) -> bool:
+    return not isinstance(dtype, (FloatType, DoubleType, DecimalType))
 
 
 def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
-    """``df`` plus ``wid_x``, the id range ``wid_lo = x <= w < wid_hi = x + r`` and ``wid_window``."""
-    x, _, scaled = ids(df, spec)
+    """``df`` plus ``wid_x``, the id range ``wid_lo = x``, ``wid_hi`` = :func:`end` and ``wid_window``."""
+    x, dtype, scaled = ids(df, spec)
     tagged = df.withColumn(WID_X, x)
-    tagged = tagged.withColumn(WID_LO, F.col(WID_X)).withColumn(WID_HI, F.col(WID_X) + F.lit(scaled.range))
+    tagged = tagged.withColumn(WID_LO, F.col(WID_X)).withColumn(WID_HI, end(F.col(WID_X), scaled.range, dtype))
     if spec.every == 1:
         return tagged.withColumn(WID_WINDOW, F.lit(True))
     attribute_type(df, "row_num")
@@ -47,10 +92,9 @@ def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:
     """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
     columns); FCB/FCU positions come from one ``row_number()`` over the whole stream."""
     dtype = attribute_type(df, spec.rattr)
-    x, factor = numeric_value(Sql.column(spec.rattr), dtype, spec.rattr)
-    scaled = spec.scaled(factor) if factor != 1 else spec
-    tagged = (f"(SELECT *, {WID_X} AS {WID_LO}, {Sql.column(WID_X) + scaled.range} AS {WID_HI} "
-              f"FROM (SELECT *, {checked(x, dtype, spec.rattr)} AS {WID_X} FROM {source}))")
+    x, scaled = rattr_units(Sql.column(spec.rattr), dtype, spec)
+    tagged = (f"(SELECT *, {WID_X} AS {WID_LO}, {end(Sql.column(WID_X), scaled.range, dtype)} AS {WID_HI} "
+              f"FROM (SELECT *, {x} AS {WID_X} FROM {source}))")
     if spec.every == 1:
         return f"SELECT *, true AS {WID_WINDOW} FROM {tagged}"
     attribute_type(df, "row_num")
@@ -59,32 +103,37 @@ def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:
             f"AS {WID_WINDOW} FROM {tagged}")
 
 
-def positioned(df: DataFrame, order: list[str], out: str) -> DataFrame:
-    """``df`` plus ``out``, the 0-based position of each row in ``order`` (unique): slice
-    ``k`` of the leading column's range numbers its rows, plus the rows of slices ``< k``."""
+def positioned(df: DataFrame, order: list[str], out: str, name: str | None = None) -> DataFrame:
+    """``df`` plus ``out``, the 0-based position of each row in ``order``: slice ``k`` of the
+    leading column's range numbers its rows, plus the rows of slices ``< k``. A tie in
+    ``order`` fails the query naming the last column (as ``name``, by default its own). The
+    range is read now (one job), so a failing check on the column is a plain Spark error."""
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     lead = F.col(order[0]).cast("double")
-    span = df.agg(F.min(lead).alias("_wid_lo"), F.max(lead).alias("_wid_hi"))
-    width = (F.col("_wid_hi") - F.col("_wid_lo")) / F.lit(slices)
-    piece = F.when(width > 0, F.least(F.floor((lead - F.col("_wid_lo")) / width), F.lit(slices - 1))).otherwise(0)
-    cut = df.crossJoin(F.broadcast(span)).withColumn(_SLICE, piece.cast("int")).drop("_wid_lo", "_wid_hi")
+    low, high = df.agg(F.min(lead), F.max(lead)).first()  # a job of its own: checks on x fail here, plainly
+    width = (high - low) / slices if low is not None else 0
+    piece = F.least(F.floor((lead - F.lit(low)) / F.lit(width)), F.lit(slices - 1)) if width > 0 else F.lit(0)
+    cut = df.withColumn(_SLICE, piece.cast("int"))
     before = cut.groupBy(_SLICE).count().select(_SLICE, F.coalesce(F.sum("count").over(
         Window.orderBy(_SLICE).rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)).alias(_BEFORE))
-    within = F.row_number().over(Window.partitionBy(_SLICE).orderBy(*order)) - 1
+    within = position(Window.partitionBy(_SLICE).orderBy(*order), F.col(order[-1]), name or order[-1])
     return (cut.join(F.broadcast(before), _SLICE).withColumn(out, (F.col(_BEFORE) + within).cast("long"))
             .drop(_SLICE, _BEFORE))
 
 
-def chunked(tagged: DataFrame, width: Number, r: Number) -> DataFrame:
+def chunk_of(x: Expr, width: Number) -> Expr:
+    """The chunk ``floor(x / width)`` of a value, as a long: monotone in ``x`` (rounding or not),
+    the same expression for windows and tuples, so a tuple's chunks hold all its windows."""
+    return call("floor", x / width).cast("long")
+
+
+def chunked(tagged: DataFrame, width: Number) -> DataFrame:
     """Each tuple once per chunk ``c`` (windows ``c*width <= w < (c+1)*width``) its range
-    ``[x, x + r)`` meets; ``_wid_home`` marks the chunk holding ``x`` itself."""
-    first, last = chunk_range(F.col(WID_X), width, r)
+    ``[x, wid_hi)`` meets (and the chunk of ``wid_hi``: a superset); ``_wid_home`` marks the
+    chunk holding ``x`` itself."""
+    first = chunk_of(F.col(WID_X), width)
+    last = chunk_of(F.col(WID_HI), width)
     return tagged.withColumn(CHUNK, F.explode(F.sequence(first, last))).withColumn(HOME, F.col(CHUNK) == first)
-
-
-def chunk_range(x: Expr, width: Number, r: Number) -> tuple[Expr, Expr]:
-    """The first and last chunk that the id range ``[x, x + r)`` meets."""
-    return floor_div(x, width), -floor_div(-(x + r), width) - 1
 
 
 def contributes(tagged: DataFrame) -> Column:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
+from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position
 from wid.bucket.fca import positioned
 from wid.errors import WidError
 from wid.spec.sqlexpr import Sql, quote
@@ -23,11 +23,12 @@ from wid.spec.windows import WindowSpec
 
 def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:
     """``wid_x`` replaced by the tuple's 0-based arrival position within its partition, in
-    ``wattr`` order; an unpartitioned stream is never held in one Spark partition."""
+    ``wattr`` order (a repeated ``wattr`` fails the query); an unpartitioned stream is never
+    held in one Spark partition."""
     if not spec.partition:
-        return positioned(tagged, [WID_X], WID_X)
+        return positioned(tagged, [WID_X], WID_X, spec.wattr)
     order = Window.partitionBy(*spec.partition).orderBy(WID_X)
-    return tagged.withColumn(WID_X, (F.row_number().over(order) - 1).cast("long"))
+    return tagged.withColumn(WID_X, position(order, F.col(WID_X), spec.wattr))
 
 
 def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -37,16 +38,15 @@ def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
-    x, factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
-    tagged = df.withColumn(WID_X, checked(x, dtype, spec.wattr))
+    x, factor = id_units(F.col(spec.wattr), dtype, spec)
+    tagged, ids = df.withColumn(WID_X, x), spec.scaled(factor)
     if spec.positional:
-        tagged, factor = _positioned(tagged, spec), 1
-    ids = spec.scaled(factor) if factor != 1 else spec
+        tagged, ids = _positioned(tagged, spec), spec
     lo, hi = ids.wids(F.col(WID_X))
     tagged = tagged.withColumn(WID_LO, lo)
-    if hi is None:
-        end = tagged.agg(ids.wids(F.max(WID_X))[0].alias(WID_HI))
-        return tagged.crossJoin(F.broadcast(end))
+    if hi is None:  # read now, in a job of its own: a failing check on x is a plain Spark error
+        end = tagged.agg(ids.wids(F.max(WID_X))[0]).first()[0]
+        return tagged.withColumn(WID_HI, F.lit(end).cast("long"))
     tagged = tagged.withColumn(WID_HI, hi)
     return tagged.where(F.col(WID_LO) <= F.col(WID_HI)) if spec.gaps else tagged
 
@@ -56,10 +56,8 @@ def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
     the largest window whose extent end ``(w+1)s <= bound``."""
     if spec.positional:
         raise WidError("punctuations on a ROWS window are implied by arrival order; give them on a value attribute")
-    dtype = attribute_type(punctuations, spec.wattr)
-    bound, factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
-    ids = spec.scaled(factor) if factor != 1 else spec
-    return punctuations.withColumn(WID_CLOSED, ids.closed(bound))
+    bound, factor = id_units(F.col(spec.wattr), attribute_type(punctuations, spec.wattr), spec)
+    return punctuations.withColumn(WID_CLOSED, spec.scaled(factor).closed(bound))
 
 
 def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
@@ -69,14 +67,13 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
-    x, factor = numeric_value(Sql.column(spec.wattr), dtype, spec.wattr)
-    x = checked(x, dtype, spec.wattr)
+    x, factor = id_units(Sql.column(spec.wattr), dtype, spec)
+    ids = spec.scaled(factor)
     if spec.positional:
         source = f"(SELECT *, {x} AS _wid_raw FROM {source})"
         over = f"PARTITION BY {', '.join(map(quote, spec.partition))} " if spec.partition else ""
-        x, factor = Sql(f"CAST(row_number() OVER ({over}ORDER BY _wid_raw) - 1 AS BIGINT)"), 1
+        x, ids = Sql(f"CAST(row_number() OVER ({over}ORDER BY _wid_raw) - 1 AS BIGINT)"), spec
     tagged = f"(SELECT *, {x} AS {WID_X} FROM {source})"
-    ids = spec.scaled(factor) if factor != 1 else spec
     lo, hi = ids.wids(Sql.column(WID_X))
     if hi is None:
         end = ids.wids(Sql(f"max({WID_X})"))[0]

@@ -30,8 +30,8 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket.clock import T, T0, TEND
-from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.clock import T, T0, TEND, ticks
+from wid.bucket.columns import WID_HI, WID_LO, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
                             TimeTrigger, TumblingEviction)
@@ -49,7 +49,7 @@ def _start(trigger: TimeTrigger, scale: int) -> Column:
 def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     """``df`` tagged by the closed forms of the module docstring (window functions over each buffer)."""
     group = Window.partitionBy(*spec.per_group)
-    df = df.withColumn(POS, (F.row_number().over(group.orderBy("row_num")) - 1).cast("long"))
+    df = df.withColumn(POS, position(group.orderBy("row_num"), F.col("row_num"), "row_num"))
     df = df.withColumn(N, F.count(F.lit(1)).over(group))
     trigger = spec.triggers[0]
     evicted_at = None  # 0-based position of the real item whose eviction step removes the item
@@ -68,16 +68,16 @@ def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
     g = scaled(trigger.granularity, scale)
     since = F.col(T) - _start(trigger, scale)
-    last = floor_div(F.col(TEND) - _start(trigger, scale), g) - 1  # last tick <= T_end
-    lo = F.greatest(floor_div(since, g), F.lit(0))
+    last = ticks(F.col(TEND) - _start(trigger, scale), g) - 1  # last tick <= T_end
+    lo = F.greatest(ticks(since, g), F.lit(0))
     his = [last]
     for e in spec.evictions:
         if isinstance(e, CountEviction):  # delete == 1: item i leaves at the arrival of item i + max
-            his.append(floor_div(F.lead(T, e.max).over(group.orderBy(POS)) - _start(trigger, scale), g) - 1)
+            his.append(ticks(F.lead(T, e.max).over(group.orderBy(POS)) - _start(trigger, scale), g) - 1)
     for e in spec.evictions:
         if isinstance(e, TimeEviction):
             keep = scaled(e.granularity, scale)
-            his.append(floor_div(F.col(T) + F.lit(keep) - _start(trigger, scale), g) - 1)
+            his.append(ticks(F.col(T) + F.lit(keep) - _start(trigger, scale), g) - 1)
             survives = survives & (F.col(T) >= F.col(TEND) - F.lit(keep))
     hi = F.least(*his) if len(his) > 1 else his[0]
     return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))

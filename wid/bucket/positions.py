@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from wid.bucket.columns import WID_HI, WID_LO
+from wid.errors import WidError
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]
@@ -85,6 +86,9 @@ def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.D
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
         pdf = pdf.sort_values("row_num", kind="stable").reset_index(drop=True)
+        repeated = pdf["row_num"].to_numpy()[1:][np.diff(pdf["row_num"].to_numpy()) == 0]
+        if len(repeated):
+            raise WidError(f"duplicate row_num={repeated[0]}: arrival order needs a unique row_num")
         lo, hi = tag(pdf)
         return pdf.assign(**{WID_LO: lo, WID_HI: hi})
 

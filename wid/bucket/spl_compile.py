@@ -31,8 +31,8 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.bucket.clock import T, T0, TEND, time_scale
-from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.clock import T, T0, TEND, ticks, time_scale
+from wid.bucket.columns import WID_HI, WID_LO, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
 from wid.spec.numbers import floor_div, scaled
 from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time
@@ -68,7 +68,7 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
         tagged = df.withColumn(WID_LO, seen).withColumn(_N, total)
         hi = wid if spec.incomplete else F.when(wid < F.col(_N), wid).otherwise(wid - 1)
         return tagged.withColumn(WID_HI, hi).drop(_N)
-    df = df.withColumn(POS, (F.row_number().over(Window.partitionBy(*part).orderBy("row_num")) - 1).cast("long"))
+    df = df.withColumn(POS, position(Window.partitionBy(*part).orderBy("row_num"), F.col("row_num"), "row_num"))
     since_t0 = F.col(T) - F.col(T0)
     if not spec.sliding:
         if isinstance(spec.eviction, Count):
@@ -77,8 +77,8 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
             closed = (wid + 1) * n <= F.count(F.lit(1)).over(Window.partitionBy(*part))
         else:
             p = scaled(spec.eviction.period, scale)
-            wid = floor_div(since_t0, p)
-            closed = wid < floor_div(F.col(TEND) - F.col(T0), p)
+            wid = ticks(since_t0, p)
+            closed = wid < ticks(F.col(TEND) - F.col(T0), p)
         hi = wid if spec.incomplete else F.when(closed, wid).otherwise(wid - 1)
         return df.withColumn(WID_LO, wid).withColumn(WID_HI, hi)
     eviction, trigger = spec.eviction, spec.trigger
@@ -94,18 +94,18 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
             lo = F.greatest(lo, F.lit(-(-eviction.n // m) - 1))
         return df.withColumn(WID_LO, lo).withColumn(WID_HI, floor_div(last + 1, m) - 1)
     q = scaled(trigger.period, scale)
-    last_tick = floor_div(F.col(TEND) - F.col(T0), q) - 1
-    lo = floor_div(since_t0, q)
+    last_tick = ticks(F.col(TEND) - F.col(T0), q) - 1
+    lo = ticks(since_t0, q)
     if isinstance(eviction, Count):
         evicted_at = F.lead(T, eviction.n).over(Window.partitionBy(*part).orderBy(POS))
-        hi = F.coalesce(floor_div(evicted_at - F.col(T0), q) - 1, last_tick)
+        hi = F.coalesce(ticks(evicted_at - F.col(T0), q) - 1, last_tick)
         if not spec.partial:
             full_at = F.min(F.when(F.col(POS) == eviction.n - 1, F.col(T))).over(Window.partitionBy(*part))
-            lo = F.greatest(lo, floor_div(full_at - F.col(T0), q))
+            lo = F.greatest(lo, ticks(full_at - F.col(T0), q))
             hi = F.when(full_at.isNotNull(), hi).otherwise(lo - 1)
     else:
         p = scaled(eviction.period, scale)
-        hi = F.least(floor_div(since_t0 + F.lit(p), q) - 1, last_tick)
+        hi = F.least(ticks(since_t0 + F.lit(p), q) - 1, last_tick)
     return df.withColumn(WID_LO, lo).withColumn(WID_HI, hi)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from wid.errors import WidError
-from wid.spec.numbers import number
+from wid.spec.numbers import Number, as_number, times
 from wid.spec.spl import is_spl, parse_spl
 from wid.spec.windows import (Landmark, PartitionedTupleSliding, Session, SlideByRank, SlideByRows, SlideByTuple,
                               Sliding, Tumbling, TupleSliding, WindowSpec)
@@ -41,8 +41,11 @@ def _unit(word: str | None) -> str | None:
     return singular if singular in SECONDS or singular == ROWS else None
 
 
-def _amount(token: str, keyword: str, clause: str) -> int | float:
-    value = number(token, keyword, clause)
+def _number(token: str, keyword: str, clause: str) -> Number:
+    """The exact number written (``0.1`` is one tenth: :func:`wid.spec.numbers.as_number`)."""
+    if not re.fullmatch(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", token):
+        raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]")
+    value = as_number(token, keyword)
     if value <= 0:
         raise WidError(f"{keyword} must be positive, got {token} in [{clause}]")
     return value
@@ -66,7 +69,7 @@ def _parameters(clause: str) -> dict[str, list[str]]:
     return params
 
 
-def _measure(words: list[str], keyword: str, clause: str) -> tuple[int | float | None, str | None]:
+def _measure(words: list[str], keyword: str, clause: str) -> tuple[Number | None, str | None]:
     """``(amount in seconds or raw units, unit)`` of ``RANGE``/``SLIDE``; amount None for UNBOUNDED."""
     if not words or len(words) > 2:
         raise WidError(f"{keyword} needs an amount and an optional unit in [{clause}]")
@@ -77,8 +80,8 @@ def _measure(words: list[str], keyword: str, clause: str) -> tuple[int | float |
         if keyword != "RANGE":
             raise WidError(f"only RANGE may be UNBOUNDED in [{clause}]")
         return None, unit
-    amount = _amount(words[0], keyword, clause)
-    return (amount * SECONDS[unit] if unit in SECONDS else amount), unit
+    amount = _number(words[0], keyword, clause)
+    return (times(amount, SECONDS[unit]) if unit in SECONDS else amount), unit
 
 
 def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str | None:
@@ -130,7 +133,7 @@ def parse_window(clause: str) -> WindowSpec:
 
 
 def _slide_by_tuple(
-    range_: int | float | None, range_unit: str | None, rattr: str, slide: int | float, slide_unit: str | None,
+    range_: Number | None, range_unit: str | None, rattr: str, slide: Number, slide_unit: str | None,
     sattr: str, clause: str,
 ) -> WindowSpec:
     if range_ is None or range_unit == ROWS:

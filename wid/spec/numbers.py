@@ -1,10 +1,23 @@
-"""Numbers of window specifications: parsing them from clause text, checking them, and the
-exact window-id arithmetic on them (``floor(x/d)`` on longs, whole products kept whole)."""
+"""Numbers of window specifications: parsing them from clause text, checking them, and
+window-id arithmetic that never rounds.
+
+Clause numbers of attribute windows (RANGE, SLIDE) are ``int`` or :class:`~decimal.Decimal`,
+exactly the decimal written (``0.1`` is one tenth, not the nearest double). Window-ids come from
+
+    floor(x / d) = (x div d) - [x % d < 0]            (``div`` truncates, ``%`` is exact)
+
+on longs and decimals, so no double ever stands between ``x`` and its window. A double
+attribute is first mapped exactly to the integer ``X = floor(x * T)`` (:func:`floor_scaled`,
+``T = 10**k`` the clause numbers' decimal places): every window boundary is a multiple of
+``1/T``, so ``x >= b  <=>  X >= b*T`` and the ids follow from ``X`` on longs. Operational
+policies (SPL, Flink) keep their own float numbers (:func:`number`, :func:`positive`, :func:`scaled`).
+"""
 
 from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
 from pyspark.sql import Column
@@ -13,7 +26,14 @@ from pyspark.sql import functions as F
 from wid.errors import WidError
 from wid.spec.sqlexpr import Expr, call
 
-Number = int | float
+Number = int | float | Decimal
+
+#: Most decimal places a clause number may have (ids stay exact longs for |x| up to 2**62 / 10**18).
+MAX_PLACES = 18
+#: Largest |x| (in id units) and largest clause number: ids, ends and sums stay below 2**63.
+LIMIT = 2**62
+#: Veltkamp's splitter for doubles, 2**27 + 1.
+_SPLIT = 134217729.0
 
 
 def number(text: str, what: str, clause: str) -> Number:
@@ -28,7 +48,7 @@ def number(text: str, what: str, clause: str) -> Number:
 
 def positive(name: str, value: Number, whole: bool = False) -> Number:
     """``value``, or a :class:`WidError` unless it is a finite number > 0 (an int when ``whole``)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise WidError(f"{name} must be a number, got {value!r}")
     if not math.isfinite(value) or value <= 0:
         raise WidError(f"{name} must be positive, got {value!r}")
@@ -49,9 +69,82 @@ def exact(value: Number) -> Fraction:
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
+
+
+def as_number(value: object, name: str) -> Number:
+    """``value`` as an exact clause number: an ``int``, or a ``Decimal`` when it has a fraction.
+    A float stands for the decimal it prints as (``0.1`` -> ``Decimal('0.1')``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
+        raise WidError(f"{name} must be a number, got {value!r}")
+    try:
+        number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:
+        raise WidError(f"{name} must be a number, got {value!r}") from None
+    if not number.is_finite():
+        raise WidError(f"{name} must be a finite number, got {value!r}")
+    return int(number) if number == number.to_integral_value() else number.normalize()
+
+
+def places(value: Number) -> int:
+    """Decimal places of ``value``: 0 for an int, 1 for ``Decimal('0.5')``."""
+    return 0 if isinstance(value, int) else max(0, -value.as_tuple().exponent)
+
+
+def bounded(value: Number, name: str) -> Number:
+    """``value`` when ids built from it stay exact: at most :data:`MAX_PLACES` decimal places
+    and at most :data:`LIMIT`; a :class:`WidError` otherwise."""
+    if places(value) > MAX_PLACES:
+        raise WidError(f"{name} {value} has more than {MAX_PLACES} decimal places: window-ids would not be exact")
+    if value > LIMIT:
+        raise WidError(f"{name} {value} exceeds 2**62 in the attribute's units: window-ids would overflow a long")
+    return value
+
+
+def times(value: Number, factor: int) -> Number:
+    """``value * factor``, exactly (an ``int`` when whole)."""
+    if isinstance(value, int):
+        return value * factor
+    with localcontext() as context:
+        context.prec = 80  # any clause number times any unit factor, unrounded
+        return as_number(value * factor, "number")
+
+
 def floor_div(x: Expr, d: Number) -> Expr:
     """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.spec.sqlexpr.Sql`
-    ``x``); exact for an integral ``d`` and ``|x| < 2**53``."""
-    if isinstance(d, int):
-        return ((x - call("pmod", x, F.lit(d) if isinstance(x, Column) else d)) / d).cast("long")
-    return call("floor", x / d).cast("long")
+    ``x``), exact for ``x`` a long or decimal and ``d > 0`` an int or Decimal:
+    ``(x - pmod(x, d)) div d``, both steps exact (``|x| < 2**62``, :data:`LIMIT`)."""
+    return call("div", x - _pmod(x, d), d).cast("long")
+
+
+def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
+    """``floor((x + a) / d)`` without forming ``x + a`` (no overflow, no rounding of decimals):
+    ``floor(x/d) + floor((pmod(x, d) + a) / d)``, with ``0 <= pmod(x, d) < d``."""
+    return floor_div(x, d) + floor_div(_pmod(x, d) + a, d)
+
+
+def _pmod(x: Expr, d: Number) -> Expr:
+    """``pmod(x, d)``, in ``[0, d)``, exact on longs and decimals."""
+    return call("pmod", x, F.lit(d) if isinstance(x, Column) else d)
+
+
+def floor_scaled(x: Expr, scale: int) -> Expr:
+    """``floor(x * scale)`` as a long, exact for a double ``x`` with ``|x * scale| < 2**62``.
+
+    With ``p = fl(x*scale)`` and ``e = x*scale - p`` (Dekker's exact product, ``|e| <= ulp(p)/2``),
+    ``floor(p + e)`` is ``floor(p)``, plus ``floor(e)`` (-1 or 0) when ``p`` is whole:
+    ``floor(p) + floor(e) * (1 - signum(p - floor(p)))``."""
+    if scale == 1:
+        return call("floor", x).cast("long")
+    p = x * float(scale)
+    hi, lo = _split(x)
+    s_hi, s_lo = _split(float(scale))
+    e = ((hi * s_hi - p) + hi * s_lo + lo * s_hi) + lo * s_lo
+    whole = 1 - call("signum", p - call("floor", p))
+    return call("floor", p).cast("long") + (call("floor", e) * whole).cast("long")  # longs: no rounding
+
+
+def _split(a: Expr | float) -> tuple[Expr | float, Expr | float]:
+    """Veltkamp's split of a double: ``a = hi + lo`` with 26-bit halves (exact products)."""
+    t = a * _SPLIT
+    hi = t - (t - a)
+    return hi, a - hi

@@ -124,10 +124,13 @@ Expr = Column | Sql
 
 def call(name: str, *args: Any) -> Any:
     """Spark SQL function ``name`` applied to ``args``: SQL text when an argument is :class:`Sql`,
-    else the ``pyspark.sql.functions`` Column function of that name."""
+    else the ``pyspark.sql.functions`` Column function of that name (or the SQL function of that
+    name, when pyspark has none, such as ``div``)."""
     if any(isinstance(a, Sql) for a in args):
         return Sql(f"{name}({', '.join(literal(a) for a in args)})")
-    return getattr(F, name)(*args)
+    if hasattr(F, name):
+        return getattr(F, name)(*args)
+    return F.call_function(name, *[a if isinstance(a, Column) else F.lit(a) for a in args])  # e.g. div
 
 
 def null_like(value: Any) -> Any:

@@ -7,8 +7,9 @@ tuple's window-attribute value ``x``. Window-ids start at origin 0 and may be
 negative; extents are half-open.
 
 ``x`` is a number in the units of the clause (seconds for time units, raw
-numbers otherwise, a 0-based arrival position for ``ROWS``). When range and
-slide are Python ``int`` the id arithmetic is exact on longs.
+numbers otherwise, a 0-based arrival position for ``ROWS``). Clause numbers are exact
+(``int`` or ``Decimal``) and the id arithmetic on ``x`` is exact
+(:mod:`wid.spec.numbers`): ``limit`` is the largest ``|x|`` whose ids fit a long.
 """
 
 from __future__ import annotations
@@ -21,15 +22,28 @@ from typing import ClassVar
 from pyspark.sql import Column, DataFrame
 
 from wid.errors import WidError
-from wid.spec import numbers
-from wid.spec.numbers import Number, exact, floor_div, positive
+from wid.spec.numbers import LIMIT, Number, as_number, bounded, exact, floor_div, floor_div_sum, places, positive, times
 from wid.spec.sqlexpr import Expr
 
 
+def _clause(name: str, value: object) -> Number:
+    """``value`` as an exact positive clause number (:func:`wid.spec.numbers.as_number`), bounded."""
+    number = as_number(value, name)
+    if number <= 0:
+        raise WidError(f"{name} must be positive, got {value!r}")
+    return bounded(number, name)
+
+
 def _whole(name: str, value: Number) -> int:
-    if value != int(value):
-        raise WidError(f"{name} in ROWS must be a whole number, got {value!r}")
-    return int(value)
+    if not isinstance(value, int):
+        raise WidError(f"{name} in ROWS must be a whole number, got {value}")
+    return value
+
+
+def _slides(range_: Number, slide: Number) -> None:
+    """Ids ``w`` of a tuple span ``r/s`` windows; the ratio must leave room in a long."""
+    if range_ / slide > LIMIT // 2:
+        raise WidError(f"RANGE {range_} / SLIDE {slide} exceeds 2**61 windows per tuple")
 
 
 def _no_lateness(allowed_lateness: Number) -> None:
@@ -50,6 +64,9 @@ class WindowSpec(ABC):
     wattr: str
     #: ``x`` is the 0-based arrival position (in ``wattr`` order), not a value.
     positional: ClassVar[bool] = False
+    #: The ids depend on ``x`` only through the window boundaries it passes (``floor(x/s)``),
+    #: so a double ``x`` may be replaced by ``floor(x * 10**places)``; not so for FCA ids (values).
+    floors: ClassVar[bool] = True
     #: Columns the tagger adds that describe each window (one value per window), output after ``wid``.
     extent_columns: ClassVar[tuple[str, ...]] = ()
 
@@ -75,6 +92,16 @@ class WindowSpec(ABC):
     @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
+
+    @property
+    def places(self) -> int:
+        """Decimal places of the clause numbers: ``scaled(10**places)`` has whole numbers only."""
+        return 0
+
+    @property
+    def limit(self) -> Number:
+        """Largest ``|x|`` (in ``x`` units) whose ids and ends stay exact longs."""
+        return LIMIT
 
     @abstractmethod
     def bucket(self, df: DataFrame) -> DataFrame:
@@ -159,6 +186,11 @@ class ContextFree(WindowSpec):
         return floor_div(bound, self.slide) - 1
 
     @property
+    def limit(self) -> Number:
+        """Largest ``|x|``: ``|floor(x/s)| <= 2**61``, so ``wid_hi < 2**62``."""
+        return self.slide * (LIMIT // 2)
+
+    @property
     def period(self) -> Number | None:
         return None if self.positional else self.slide
 
@@ -195,8 +227,13 @@ class Sliding(ContextFree):
         return not self.positional  # ROWS positions come from a window function over the stream
 
     def __post_init__(self) -> None:
-        positive("RANGE", self.range)
-        positive("SLIDE", self.slide)
+        object.__setattr__(self, "range", _clause("RANGE", self.range))
+        object.__setattr__(self, "slide", _clause("SLIDE", self.slide))
+        _slides(self.range, self.slide)
+
+    @property
+    def places(self) -> int:
+        return max(places(self.range), places(self.slide))
 
     @property
     def gaps(self) -> bool:
@@ -204,13 +241,13 @@ class Sliding(ContextFree):
         return self.slide > self.range
 
     def wids(self, x: Expr) -> tuple[Expr, Expr]:
-        return floor_div(x, self.slide), floor_div(x + self.range, self.slide) - 1
+        return floor_div(x, self.slide), floor_div_sum(x, self.range, self.slide) - 1
 
     def extent(self, w):
         return (w + 1) * self.slide - self.range, (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Sliding:
-        return replace(self, range=numbers.scaled(self.range, factor), slide=numbers.scaled(self.slide, factor))
+        return replace(self, range=times(self.range, factor), slide=times(self.slide, factor))
 
 
 @dataclass(frozen=True)
@@ -270,9 +307,13 @@ class Landmark(ContextFree):
     rows: bool = False
 
     def __post_init__(self) -> None:
-        positive("SLIDE", self.slide)
+        object.__setattr__(self, "slide", _clause("SLIDE", self.slide))
         if self.rows:
-            object.__setattr__(self, "slide", _whole("SLIDE", self.slide))
+            _whole("SLIDE", self.slide)
+
+    @property
+    def places(self) -> int:
+        return places(self.slide)
 
     @property
     def positional(self) -> bool:  # type: ignore[override]
@@ -287,7 +328,7 @@ class Landmark(ContextFree):
         return (-math.inf if isinstance(w, (int, float)) else None), (w + 1) * self.slide
 
     def scaled(self, factor: int) -> Landmark:
-        return replace(self, slide=numbers.scaled(self.slide, factor))
+        return replace(self, slide=times(self.slide, factor))
 
 
 @dataclass(frozen=True)
@@ -300,9 +341,14 @@ class SlideByTuple(WindowSpec):
     #: Every ``every``-th tuple defines a window (in ``(a, row_num)`` order when ``ranked``, else arrival order).
     every: ClassVar[int] = 1
     ranked: ClassVar[bool] = False
+    floors: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        positive("RANGE", self.range)
+        object.__setattr__(self, "range", _clause("RANGE", self.range))
+
+    @property
+    def places(self) -> int:
+        return places(self.range)
 
     @property
     def wattr(self) -> str:  # type: ignore[override]
@@ -314,10 +360,10 @@ class SlideByTuple(WindowSpec):
         return bound
 
     def scaled(self, factor: int) -> SlideByTuple:
-        return replace(self, range=numbers.scaled(self.range, factor))
+        return replace(self, range=times(self.range, factor))
 
     def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi = x + r`` (exclusive) and whether
+        """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi`` the end ``x + r`` and whether
         the tuple defines a window; the ids are the windows' values, so no tuple is dropped."""
         from wid.bucket.fca import bucket
 

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField
 
-from wid.aggregate.bins import Bins, add, columns, output, partials
+from wid.aggregate.bins import Bins, add, columns, ends, output, partials
 from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
                                typed, windows_of)
 from wid.aggregate.range import Aggregate
@@ -61,7 +61,7 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
     r = ids(tagged, spec)[2].range
     chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
-        tagged.select("row_num", F.lit(None).cast("double").alias(WID_CLOSED)).limit(0), (), ((),))
+        tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     consistent = punctuation is not None and punctuation.mode == "consistent"
     schema = bins_schema(tagged, r, keys, aggregates, numeric, StructField(EMIT_ROW, LongType()),
                          StructField(_LATE, LongType()))
@@ -81,9 +81,10 @@ def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
     """The punctuations each chunk needs: those whose largest closed window lies in it or in the
     chunk before (its tuples' ``x`` may lie there, at most ``r`` below it) and, per pattern,
     the first one whose bound passes it (it closes all its windows)."""
-    frame = punctuations.frame.select("row_num", *punctuations.pattern, F.col(WID_CLOSED).cast("double"))
+    frame = punctuations.frame.select("row_num", *punctuations.pattern, WID_CLOSED)  # bounds of x's type
     last = (F.ceil(F.col(WID_CLOSED) / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
-    own = frame.withColumn(CHUNK, F.explode(F.array(last, last + 1))).where(  # tuples reach r < width below
+    own = frame.withColumn(CHUNK, F.explode(F.array(last - 1, last, last + 1))).where(  # (a chunk of margin:
+        # chunk_of may round) tuples reach r < width below
         F.col(CHUNK).between(chunks.first, chunks.last))
     firsts = frame.withColumn(_LAST, last).groupBy(*punctuations.pattern, _LAST).agg(
         F.min_by(WID_CLOSED, "row_num").alias(WID_CLOSED), F.min("row_num").alias("row_num"))
@@ -196,7 +197,7 @@ class _KeyScan:
         """One row per dropped (tuple, window): the tuple arrived after the window's punctuation
         (consistent: after any of its windows'), or the window is lost."""
         lo = np.searchsorted(self.windows, self.x, side="left")
-        hi = np.searchsorted(self.windows, self.x + self.r, side="left")
+        hi = np.searchsorted(self.windows, ends(self.x, self.r), side="left")
         late = self.x < self.bound
         upto = np.where(late, hi, lo) if self.consistent else \
             np.clip(np.searchsorted(self.windows, self.bound, side="left"), lo, hi)

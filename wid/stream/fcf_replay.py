@@ -27,7 +27,7 @@ from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.query import CompiledQuery
-from wid.spec.numbers import Number, exact
+from wid.spec.numbers import Number, as_number, floor_div, times
 from wid.spec.windows import ContextFree
 from wid.stream.punctuate import Generator, Punctuations
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
@@ -40,7 +40,7 @@ def _implied(compiled: CompiledQuery) -> Punctuations:
     """ROWS windows: the tuple at position x closes window floor((x+1)/s) - 1 of its partition."""
     slide, names = compiled.spec.slide, tuple(compiled.spec.partition)
     frame = compiled.tagged.select(
-        "row_num", *names, (F.floor((F.col(WID_X) + 1) / F.lit(slide)) - 1).cast("long").alias(WID_CLOSED))
+        "row_num", *names, (floor_div(F.col(WID_X) + 1, slide) - 1).alias(WID_CLOSED))
     return Punctuations(frame, names, (names,))
 
 
@@ -138,8 +138,7 @@ class Lagged:
         return getattr(self.spec, name)
 
     def scaled(self, factor: int) -> Lagged:
-        shift = exact(self.lateness) * factor
-        return Lagged(self.spec.scaled(factor), int(shift) if shift.denominator == 1 else float(shift))
+        return Lagged(self.spec.scaled(factor), times(as_number(self.lateness, "allowed_lateness"), factor))
 
     def closed(self, bound: Column) -> Column:
         return self.spec.closed(bound - F.lit(self.lateness))

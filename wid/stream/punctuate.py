@@ -29,8 +29,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
-from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, numeric_value
+from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, numeric_value
 from wid.errors import WidError
+from wid.spec.numbers import as_number, floor_scaled, times
 from wid.stream.scan import ROW_CHUNK, running
 
 MODES = ("generous", "consistent")
@@ -91,18 +92,30 @@ class Generator(ABC):
     def marks(self, compiled) -> Marks:
         """The same punctuations, tuple by tuple, for a live stream (no scan over the stream)."""
 
-    @staticmethod
-    def closed(compiled, x: Column) -> Column:
+    @classmethod
+    def closed(cls, compiled, x: Column) -> Column:
         """The largest window closed by a bound ``x`` given in ``wid_x`` units."""
-        dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
-        factor = numeric_value(F.col(compiled.spec.wattr), dtype, compiled.spec.wattr)[1]
-        return compiled.spec.scaled(factor).closed(x) if factor != 1 else compiled.spec.closed(x)
+        return compiled.spec.scaled(cls.factor(compiled)).closed(x)
 
     @staticmethod
     def factor(compiled) -> int:
-        """``wid_x`` units per unit of the window clause (10**6 for timestamps)."""
+        """``wid_x`` units per unit of the window clause (10**6 for timestamps, ``10**places``
+        for a double mapped to ``floor(x * 10**places)``: :func:`wid.bucket.columns.id_units`)."""
         dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
-        return numeric_value(F.col(compiled.spec.wattr), dtype, compiled.spec.wattr)[1]
+        return id_units(F.col(compiled.spec.wattr), dtype, compiled.spec)[1]
+
+    @classmethod
+    def on_ids(cls, compiled, value: Column, value_factor: int) -> Column:
+        """A bound ``value`` (a number, ``value_factor`` units per clause unit) in ``wid_x``
+        units, rounded down where those are whole (closing no window too early)."""
+        factor = cls.factor(compiled)
+        if not compiled.spec.floors:
+            return value * F.lit(factor // value_factor) if factor != value_factor else value
+        return floor_scaled(value.cast("double") * F.lit(factor / value_factor), 1)
+
+    def amount_on_ids(self, compiled, amount) -> Column:
+        """``amount`` (clause units) in ``wid_x`` units, exactly."""
+        return F.lit(times(as_number(amount, "slack amount"), self.factor(compiled)))
 
 
 @dataclass(frozen=True)
@@ -151,7 +164,7 @@ class Slack(Generator):
         x = compiled.tagged.select("row_num", WID_X)
         seen = running(x, WID_X, ["row_num"], F.floor(F.col("row_num") / ROW_CHUNK), "_wid_seen")
         if self.by == "value":
-            bound, at = F.col("_wid_seen") - F.lit(self.amount * self.factor(compiled)), F.col("row_num")
+            bound, at = F.col("_wid_seen") - self.amount_on_ids(compiled, self.amount), F.col("row_num")
         else:
             bound, at = F.col("_wid_seen"), F.col("row_num") + F.lit(int(self.amount))
         frame = seen.select(at.cast("long").alias("row_num"), self.closed(compiled, bound).alias(WID_CLOSED))
@@ -159,7 +172,7 @@ class Slack(Generator):
 
     def marks(self, compiled) -> Marks:
         if self.by == "value":  # closed(max x - k) = max closed(x - k): closed is monotone
-            return Marks(self.closed(compiled, F.col(WID_X) - F.lit(self.amount * self.factor(compiled))))
+            return Marks(self.closed(compiled, F.col(WID_X) - self.amount_on_ids(compiled, self.amount)))
         return Marks(self.closed(compiled, F.col(WID_X)), shift=int(self.amount))
 
 
@@ -179,7 +192,7 @@ class Heartbeat(Generator):
         clock, factor = numeric_value(F.col(self.clock), dtype, self.clock)
         period = F.lit(self.every * factor)
         tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
-        return self.closed(compiled, tick - F.lit(self.skew * factor))
+        return self.closed(compiled, self.on_ids(compiled, tick - F.lit(self.skew * factor), factor))
 
     def punctuations(self, compiled) -> Punctuations:
         frame = compiled.tagged.where(F.col(self.clock).isNotNull()).select(
