@@ -28,7 +28,7 @@ def query(spark, window: str, select: str = "k, count(*) AS n", rest: str = "GRO
 @pytest.mark.parametrize(
     "window, message",
     [
-        ("5 SLIDE 2 WATTR x", r"starts with RANGE or SLIDE"),
+        ("5 SLIDE 2 WATTR x", r"starts with RANGE, SLIDE or SESSION"),
         ("RANGE 5 SLIDE WATTR x", r"SLIDE needs an amount"),
         ("RANGE five SLIDE 2 WATTR x", r"RANGE needs a number, got 'five'"),
         ("RANGE 5 2 1 SLIDE 2 WATTR x", r"RANGE needs an amount and an optional unit"),
@@ -108,11 +108,11 @@ def test_malformed_query_names_the_problem(spark, view, text, message):
 
 
 def _fails_naming_the_tuple(spark, rows, schema, window, row_num):
-    """The query on ``rows`` fails when its result is computed, naming the tuple's row_num."""
+    """The query on ``rows`` fails (when built, for windows that read the stream's range or
+    positions first, or when its result is computed), naming the tuple's row_num."""
     spark.createDataFrame(rows, schema).selectExpr("*", "timestamp_micros(t_us) AS ts").createOrReplaceTempView("bad")
-    result = query(spark, window, "k, count(*) AS n", "GROUP BY k", source="bad")
     with pytest.raises(PySparkException, match=rf"NULL or NaN window attribute .* row_num={row_num}\b"):
-        result.collect()
+        query(spark, window, "k, count(*) AS n", "GROUP BY k", source="bad").collect()
 
 
 @pytest.mark.parametrize(

@@ -423,6 +423,8 @@ class SlideByRank(SlideByRows):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
     every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`."""
 
+    ranked: ClassVar[bool] = True
+
 
 
 @dataclass(frozen=True)

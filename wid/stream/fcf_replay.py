@@ -144,6 +144,8 @@ class Lagged:
         return self.spec.closed(bound - F.lit(self.lateness))
 
     def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
+        """Punctuations on ``wattr`` closing the windows with ``end + lateness <= bound`` (not the
+        inner spec's own, as attribute forwarding would give)."""
         return bucket_punctuations(punctuations, self)
 
 
