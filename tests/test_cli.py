@@ -129,7 +129,7 @@ BAD_PLANS = {
                                 "[input] path must be a non-empty string, got 5"),
     "sum of a string": (Q1.replace("max(speed)", "sum(seg_id)"), "sum(seg_id): sum needs a number, not string"),
     "range beyond a long of micros": (Q1.replace("RANGE 5 MINUTES", "RANGE 1000000000000000000 SECONDS"),
-                                      "exceeds 2**62"),
+                                      "exceeds 2**61"),
     "range too fine": (Q1.replace("RANGE 5 MINUTES SLIDE 1 MINUTE", "RANGE 1e-300 SLIDE 1e-300"),
                        "more than 18 decimal places"),
 }

@@ -38,7 +38,7 @@ def _expected(rows: list[dict], window) -> dict:
 
 @pytest.mark.parametrize("xs, r, s", [
     ([2**53 + 1], 3, 3),                               # above 2**53: a double division rounds
-    ([2**63 - 5, 2**63 - 20], 10, 10),                 # near the top of the long range
+    ([2**62 - 5, 2**62 - 20], 10, 10),                 # near the top of the exact range
     ([2**60 + k for k in range(0, 30, 5)], 14, 7),     # sliding: wid_lo > wid_hi dropped every row
     ([-(2**62) + 3], 14, 7),                           # the bottom of the exact range
     ([-7, -1, 0, 7], 14, 7),                           # negatives: floor, not truncation
@@ -154,6 +154,14 @@ def test_slide_by_tuple_types(spark, dtype, xs, r):
     assert got == _expected(rows, SlideByTuple(r, "x"))
 
 
+def test_longs_whose_window_bounds_overflow_are_refused(spark):
+    """x = 2**63 - 5, tumbling 10: its id 922337203685477580 fits a long, but its extent's end
+    9223372036854775810 (window_end) does not: refused, naming the row, not wrapped."""
+    _view(spark, "exact_longs", [2**63 - 5], LongType())
+    with pytest.raises(PySparkException, match=r"'x' = 9223372036854775803 is infinite or beyond .* row_num=0"):
+        _windows(spark, "exact_longs", "RANGE 10 SLIDE 10 WATTR x")
+
+
 @pytest.mark.parametrize("x, message", [
     (1e300, r"'x' = 1\.0E300 is infinite or beyond .* row_num=0"),
     (float("inf"), r"'x' = Infinity is infinite or beyond .* row_num=0"),
@@ -167,7 +175,7 @@ def test_huge_attribute_fails_naming_the_row(spark, x, message):
 @pytest.mark.parametrize("clause, message", [
     ("RANGE 1e-300 SLIDE 1e-300 WATTR x", "more than 18 decimal places"),
     ("RANGE 0.1 RATTR x SLIDE 1 ROW SATTR row_num", "not a binary fraction"),
-    ("RANGE 10000000000000000000 SLIDE 1 WATTR x", "exceeds 2\\*\\*62"),
+    ("RANGE 10000000000000000000 SLIDE 1 WATTR x", "exceeds 2\\*\\*61"),
 ])
 def test_inexact_clauses_refused(spark, clause, message):
     _view(spark, "exact_refused", [1.5], DoubleType())
@@ -177,7 +185,7 @@ def test_inexact_clauses_refused(spark, clause, message):
 
 def test_range_in_seconds_beyond_a_long_of_microseconds(spark):
     spark.sql("SELECT 0L AS row_num, TIMESTAMP'2026-01-01 00:00:00' AS ts").createOrReplaceTempView("exact_ts")
-    with pytest.raises(WidError, match="RANGE .* exceeds 2\\*\\*62"):
+    with pytest.raises(WidError, match="RANGE .* exceeds 2\\*\\*61"):
         wid.query(spark, "SELECT count(*) AS n FROM exact_ts [RANGE 1000000000000000000 SECONDS "
                          "SLIDE 1 SECONDS WATTR ts]").collect()
 
@@ -193,7 +201,7 @@ def test_avg_of_a_decimal_is_sparks_avg(spark):
     rng = random.Random(5)
     rows = [(i, i // 3, Decimal(rng.randint(-10**6, 10**6)) / 1000) for i in range(60)]
     spark.createDataFrame(rows, "row_num long, x long, d decimal(10,3)").createOrReplaceTempView("exact_avg")
-    got = wid.query(spark, "SELECT avg(d) AS m FROM exact_avg [RANGE 7 SLIDE 7 WATTR x]")
+    got = wid.query(spark, "SELECT avg(d) AS m FROM exact_avg [RANGE 7 SLIDE 7 WATTR x]").select("wid", "m")
     theirs = spark.sql("SELECT floor(x / 7) AS wid, avg(d) AS m FROM exact_avg GROUP BY floor(x / 7)")
     assert got.schema["m"].dataType == theirs.schema["m"].dataType == DecimalType(14, 7)
     assert sorted(got.collect()) == sorted(theirs.collect())

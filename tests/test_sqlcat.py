@@ -42,7 +42,7 @@ def random_stream(spark, rng: random.Random, name: str) -> None:
     data = []
     for i in range(n):
         x = rng.choice([rng.randint(-50, 400), rng.randrange(-50, 400, 10)])  # some on window edges
-        data.append((i * rng.randint(1, 3), rng.choice("abc"), rng.choice([None, rng.randint(0, 9)]),
+        data.append((3 * i + rng.randint(0, 2), rng.choice("abc"), rng.choice([None, rng.randint(0, 9)]),
                      base + dt.timedelta(seconds=x, microseconds=rng.choice([0, 250_000, 1])), x, x / 4))
     schema = "row_num long, k string, v int, ts timestamp, x long, d double"
     spark.createDataFrame(data, schema).createOrReplaceTempView(name)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, LongType
+from pyspark.sql.types import DataType, DecimalType, LongType
 
 from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
@@ -59,7 +59,9 @@ class CompiledQuery:
             out.append((column(c), name))
             if c == WID and self.units is not None:
                 dtype, factor = self.units
-                start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(column(WID))
+                # a decimal attribute's bounds in decimals: (w+1)s may pass a long where s * w does not
+                w = column(WID).cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else column(WID)
+                start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(w)
                 end = bound_value(end, dtype)
                 out += [(null_like(end) if start is None else bound_value(start, dtype), WINDOW_START),
                         (end, WINDOW_END)]

@@ -132,7 +132,8 @@ def position(over: Over, key: Column, name: str) -> Column:
 
 def id_units(column: Expr, dtype: DataType, spec: WindowSpec) -> tuple[Expr, int]:
     """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`checked`
-    against ``spec.scaled(factor).limit``), and ``factor`` = id units per clause unit.
+    against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs), and
+    ``factor`` = id units per clause unit.
 
     Timestamps are epoch microseconds, longs and decimals as they are; a double, when the
     spec's ids depend only on window boundaries (``spec.floors``), is the long
@@ -146,4 +147,5 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec) -> tuple[Expr, int
         limit = min(spec.limit, Decimal(LIMIT) / factor)
         x = checked(x.cast("double"), dtype, name, limit)
         return (floor_scaled(x, factor) if floors else x), factor
-    return checked(x, dtype, name, spec.scaled(factor).limit), factor
+    limit = spec.scaled(factor).limit  # long x: also its extent bounds within a long (|x| <= 2**62)
+    return checked(x, dtype, name, limit if isinstance(dtype, DecimalType) else min(limit, LIMIT)), factor

@@ -30,7 +30,7 @@ Number = int | float | Decimal
 
 #: Most decimal places a clause number may have (ids stay exact longs for |x| up to 2**62 / 10**18).
 MAX_PLACES = 18
-#: Largest |x| (in id units) and largest clause number: ids, ends and sums stay below 2**63.
+#: Largest |x| (in id units; clause numbers are at most half): ids, ends and bounds stay within a long.
 LIMIT = 2**62
 #: Veltkamp's splitter for doubles, 2**27 + 1.
 _SPLIT = 134217729.0
@@ -92,11 +92,12 @@ def places(value: Number) -> int:
 
 def bounded(value: Number, name: str) -> Number:
     """``value`` when ids built from it stay exact: at most :data:`MAX_PLACES` decimal places
-    and at most :data:`LIMIT`; a :class:`WidError` otherwise."""
+    and at most ``LIMIT / 2`` (so ``x + r`` and ``x - r - s`` fit a long for ``|x| <= LIMIT``);
+    a :class:`WidError` otherwise."""
     if places(value) > MAX_PLACES:
         raise WidError(f"{name} {value} has more than {MAX_PLACES} decimal places: window-ids would not be exact")
-    if value > LIMIT:
-        raise WidError(f"{name} {value} exceeds 2**62 in the attribute's units: window-ids would overflow a long")
+    if value > LIMIT // 2:
+        raise WidError(f"{name} {value} exceeds 2**61 in the attribute's units: window bounds would overflow a long")
     return value
 
 
@@ -112,8 +113,11 @@ def times(value: Number, factor: int) -> Number:
 def floor_div(x: Expr, d: Number) -> Expr:
     """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.spec.sqlexpr.Sql`
     ``x``), exact for ``x`` a long or decimal and ``d > 0`` an int or Decimal:
-    ``(x - pmod(x, d)) div d``, both steps exact (``|x| < 2**62``, :data:`LIMIT`)."""
-    return call("div", x - _pmod(x, d), d).cast("long")
+    ``(x div d) + floor(signum(x mod d) / 2)`` (``div`` truncates; the second term is -1 when
+    ``x mod d < 0``, else 0; ``|x| < d * 2**62``, :data:`LIMIT`)."""
+    d_ = F.lit(d) if isinstance(x, Column) else d
+    below = call("floor", call("signum", call("mod", x, d_)) / 2)
+    return call("div", x, d_).cast("long") + below.cast("long")
 
 
 def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
