@@ -16,7 +16,7 @@ thousand tuples) from a drawn seed.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any, Protocol
@@ -35,7 +35,9 @@ WHOLE = tuple(n for n in NUMBERS if "." not in n)
 OVERLAP = 40
 UNITS = {"SECONDS": 1, "MINUTES": 60, "HOURS": 3600, "DAYS": 86400}
 #: Offsets of long attributes: small, around 2**53 (doubles stop being exact) and near the ends.
-LONG_OFFSETS = (0, -1000, 2**53 - 40, 2**53 + 1, 2**60, -(2**62), 2**63 - 2_000)
+#: Longs near 0, around 2**53 (doubles stop being exact) and at the edges of the exact range
+#: |x| <= 2**61 (docs/semantics.md; beyond it window bounds may overflow a long and are refused).
+LONG_OFFSETS = (0, -1000, 2**53 - 40, 2**53 + 1, 2**60, -(2**61), 2**61 - 2_000)
 #: Epoch seconds of 2026-01-01 and of 1969-12-31 23:55 (negative epoch seconds).
 EPOCH_OFFSETS = (1_767_225_600, -300)
 KEY_POOLS = (("a",), ("",), (None,), ("a", "b", None), ("a", "b", "c", ""), ("x", "y", "z"))
@@ -220,10 +222,12 @@ def _amounts(attribute: Attribute) -> list[tuple[str, str, Fraction]]:
 
 
 def _measure(draw, attribute: Attribute, above: Fraction = Fraction(0), below: Fraction | None = None,
-             ) -> tuple[str, Fraction]:
-    """A clause amount in ``(above, below)``: ``(text, value in attribute units)``."""
+             binary: bool = False) -> tuple[str, Fraction]:
+    """A clause amount in ``(above, below)``: ``(text, value in attribute units)``; with
+    ``binary`` only binary fractions (0.125, not 0.1)."""
     number, unit, value = draw(st.sampled_from([a for a in _amounts(attribute)
-                                                if above < a[2] and (below is None or a[2] < below)]))
+                                                if above < a[2] and (below is None or a[2] < below)
+                                                and not (binary and a[2].denominator & (a[2].denominator - 1))]))
     if "." in number and draw(st.booleans()):
         number += "0"  # 0.30 is 0.3
     return f"{number} {unit}".strip(), value
@@ -242,27 +246,35 @@ def clauses(draw, kind: str, attribute: Attribute) -> Clause:
         return Clause(kind, f"RANGE {r} ROWS SLIDE {s} ROWS WATTR row_num{pattr}",
                       Rows(r, s, pattr="k" if pattr else None), Fraction(r), Fraction(s))
     if kind in ("slide-by-tuple", "every-n", "rank"):
-        r_text, r = _measure(draw, attribute)
+        r_text, r = _measure(draw, attribute, binary=attribute.type == "double")  # others are refused
         n = 1 if kind == "slide-by-tuple" else draw(st.integers(2, 5))
         slide = "1 ROW" if n == 1 and draw(st.booleans()) else f"{n} ROWS"
         return Clause(kind, f"RANGE {r_text} RATTR x SLIDE {slide} SATTR {'rank(x)' if kind == 'rank' else 'row_num'}",
                       SlideByTuple(r, "x", every=n, rank=kind == "rank"), r, None)
+    least = _least_slide(attribute)
     if kind == "landmark":
-        s_text, s = _measure(draw, attribute)
+        s_text, s = _measure(draw, attribute, above=least)
         return Clause(kind, f"RANGE UNBOUNDED SLIDE {s_text} WATTR x", Landmark(s, "x"), None, s)
+    smallest = min(a[2] for a in _amounts(attribute))
     if kind == "tumbling":
-        s_text, s = _measure(draw, attribute)
+        s_text, s = _measure(draw, attribute, above=least)
         r_text, r = s_text, s
     elif kind == "hopping":  # slide > range: gaps between the extents
-        s_text, s = _measure(draw, attribute, above=min(a[2] for a in _amounts(attribute)))
+        s_text, s = _measure(draw, attribute, above=max(smallest, least))
         r_text, r = _measure(draw, attribute, below=s)
     else:  # sliding, with a range that is not a multiple of the slide
-        r_text, r = _measure(draw, attribute, above=min(a[2] for a in _amounts(attribute)))
-        s_text, s = _measure(draw, attribute, above=r / OVERLAP, below=r)
+        r_text, r = _measure(draw, attribute, above=max(smallest, least * 3 / 2))
+        s_text, s = _measure(draw, attribute, above=max(r / OVERLAP, least), below=r)
         if r % s == 0:
             r = r + s / 2
             r_text = _decimal_text(r) + (" SECONDS" if attribute.type == "timestamp" else "")
     return Clause(kind, f"RANGE {r_text} SLIDE {s_text} WATTR x", Sliding(r, s, "x"), r, s)
+
+
+def _least_slide(attribute: Attribute) -> Fraction:
+    """The slide below which a decimal's window-ids ``floor(x/s)`` pass ``2**61`` (refused,
+    docs/semantics.md): 0 but for decimals beyond ``2**61``."""
+    return Fraction(abs(int(attribute.offset)), 2**61) if attribute.type == "decimal" else Fraction(0)
 
 
 def _value(source: Source, attribute: Attribute, clause: Clause, span: Fraction, earlier: list[Fraction]) -> Fraction:
@@ -280,8 +292,8 @@ def _value(source: Source, attribute: Attribute, clause: Clause, span: Fraction,
     else:
         value = base + source.randint(-int(span / grid) // 4, int(span / grid)) * grid
     value = round(value / grid) * grid
-    if attribute.type == "long":  # into the long range, with room for the window-ids above
-        value = min(max(value, Fraction(-(2**63))), Fraction(2**63 - 1) - r)
+    if attribute.type == "long":  # into the exact range |x| <= 2**61
+        value = min(max(value, Fraction(-(2**61))), Fraction(2**61))
     return value
 
 
@@ -330,8 +342,11 @@ def _stream(source: Source, attribute: Attribute, clause: Clause, n: int) -> lis
 @st.composite
 def cases(draw, kinds: tuple[str, ...], types: tuple[str, ...] = ATTRIBUTE_TYPES, most: int = 2000) -> Case:
     """A :class:`Case` of one of ``kinds``: one tuple up to ``most`` tuples."""
+    kind = draw(st.sampled_from(kinds))
     attribute = draw(attributes(types))
-    clause = draw(clauses(draw(st.sampled_from(kinds)), attribute))
+    if kind in ("slide-by-tuple", "every-n", "rank") and _least_slide(attribute):
+        attribute = replace(attribute, offset=Decimal(0))  # FCA ids beyond 2**62 are refused
+    clause = draw(clauses(kind, attribute))
     if draw(st.integers(0, 9)) < 7:
         n, source = draw(st.integers(1, 40)), Draws(draw)
     else:

@@ -17,6 +17,7 @@ PUBLIC = {
     "wid.stream.replay": ["replay"],
     "wid.stream.punctuate": ["embedded", "slack", "heartbeat", "ordered_by"],
     "wid.sql": ["register", "create_view", "run_sql"],
+    "wid.aggregate.bins": [],
 }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+import math
 from fractions import Fraction
 from typing import Any
 
@@ -139,10 +140,28 @@ def query_text(case: Case, aggregates: dict) -> str:
     return f"SELECT {select} FROM s [{case.clause.text}]" + (" GROUP BY k" if case.group_by else "")
 
 
+def bounds(case: Case) -> list[str]:
+    """``window_start``, ``window_end`` for the kinds whose extent is a range of the attribute."""
+    return ["window_start", "window_end"] if hasattr(case.clause.window, "extent") else []
+
+
+def _bound(case: Case, value: Fraction | float) -> Fraction | None:
+    """An extent bound as wid reports it: NULL for a landmark's start, the nearest double for a
+    double attribute (``(w+1)s`` rounded once), exact otherwise."""
+    if value == -math.inf:
+        return None
+    return Fraction(float(value)) if case.attribute.type == "double" and case.clause.kind != "rows" else value
+
+
 def expected_rows(case: Case, aggregates: dict) -> list[dict]:
-    """The oracle's rows for ``case``: ``wid``, ``k`` (when a key) and the aggregates, exact."""
+    """The oracle's rows for ``case``: ``wid``, its extent's bounds (:func:`bounds`), ``k``
+    (when a key) and the aggregates, exact."""
     oracle = {name: (fn, col) for name, (_, fn, col) in aggregates.items()}
-    return evaluate(case.oracle_rows(), case.clause.window, oracle, group_by=["k"] if case.group_by else [])
+    rows = evaluate(case.oracle_rows(), case.clause.window, oracle, group_by=["k"] if case.group_by else [])
+    if bounds(case):
+        for row in rows:
+            row["window_start"], row["window_end"] = (_bound(case, b) for b in case.clause.window.extent(row["wid"]))
+    return rows
 
 
 def collected(df: DataFrame) -> list[dict]:
@@ -178,8 +197,8 @@ def check_query(spark: SparkSession, case: Case) -> None:
     aggregates = aggregates_of(case)
     case.register(spark)
     out = wid.query(spark, query_text(case, aggregates))
-    assert out.columns == ["wid", *_keys(case), *aggregates]
-    assert_same(case, collected(out), expected_rows(case, aggregates), list(aggregates))
+    assert out.columns == ["wid", *bounds(case), *_keys(case), *aggregates]
+    assert_same(case, collected(out), expected_rows(case, aggregates), [*bounds(case), *aggregates])
 
 
 # --- wid.query, one property per window kind ---------------------------------------------
