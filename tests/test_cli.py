@@ -248,6 +248,10 @@ def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, cap
     ]
     assert [line.split()[:2] for line in lines[1:3]] == [["2", "20"], ["5", "50"]]
     assert lines[3].startswith("wid cost at range/slide 5 vs 2: ")
-    assert "checked: wid = window()" in err
-    assert err.count("run 1/1") == 2 * 3  # a progress line per measurement: 2 ratios x 3 cases
+    # wid is checked against window() before anything is timed, then one progress line per
+    # measurement: each ratio, each case of the table, in order
+    runs = list(re.finditer(r"range/slide (\d+): (.+?) run 1/1 \d+\.\d+ s$", err, re.MULTILINE))
+    cases = ("wid", "wid view", "window()", "tumbling")
+    assert [m.groups() for m in runs] == [(ratio, case) for ratio in ("2", "5") for case in cases]
+    assert -1 < err.find("checked: wid = window() (count, min, max) at range/slide 5") < runs[0].start()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and lines[4] == f"chart: {chart}"

@@ -13,10 +13,12 @@ import random
 import socket
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
 
 import wid
 from wid import catalog
@@ -86,6 +88,27 @@ def test_to_sql_keeps_order_by_and_limit(spark):
     text = ("SELECT k, count(*) AS n FROM sqlcat_ordered [RANGE 60 SECONDS SLIDE 20 SECONDS WATTR ts] "
             "GROUP BY k ORDER BY n DESC, k, wid LIMIT 4")
     assert spark.sql(wid.to_sql(spark, text)).collect() == wid.query(spark, text).collect()
+
+
+@pytest.mark.parametrize("window", ["RANGE 4 SLIDE 2 WATTR x", "RANGE 4 RATTR x SLIDE 1 ROW SATTR row_num"])
+def test_to_sql_and_query_keep_sparks_result_types(spark, window):
+    """sum and avg of decimals, ints and doubles, min of a decimal: ``wid.query`` and its SQL text
+    give the types of Spark's own aggregates (sum of decimal(12, 2) a decimal(22, 2), avg a
+    decimal(16, 6)), and the same rows."""
+    rng = random.Random(3)
+    data = [(i, rng.choice("ab"), rng.randint(-9, 30), Decimal(rng.randint(-10**5, 10**5)) / 100,
+             rng.choice([None, rng.randint(-5, 5)]), rng.random()) for i in range(40)]
+    spark.createDataFrame(data, "row_num long, k string, x long, d decimal(12,2), v int, f double") \
+        .createOrReplaceTempView("sqlcat_types")
+    items = ["sum(d) AS sd", "avg(d) AS ad", "min(d) AS lod", "sum(v) AS sv", "avg(v) AS av", "sum(f) AS sf"]
+    text = f"SELECT k, {', '.join(items)} FROM sqlcat_types [{window}] GROUP BY k"
+    compiled, expected = spark.sql(wid.to_sql(spark, text)), wid.query(spark, text)
+    names = [item.split(" AS ")[1] for item in items]
+    own = spark.table("sqlcat_types").groupBy("k").agg(*[F.expr(item) for item in items]).schema
+    types = [own[n].dataType for n in names]
+    assert [expected.schema[n].dataType for n in names] == [compiled.schema[n].dataType for n in names] == types
+    assert types[:2] == [DecimalType(22, 2), DecimalType(16, 6)]
+    assert rows(compiled) == rows(expected)
 
 
 def test_to_sql_refuses_scan_kinds_naming_the_alternative(spark):

@@ -59,7 +59,8 @@ def to_sql(spark: SparkSession, query_text: str) -> str:
         tagged = spec.where_sql(tagged, _expr(q.where))
     derived = "".join(f", {_expr(e)} AS {quote(name)}" for name, e in compiled.derived.items())
     tagged = f"(SELECT *{derived} FROM ({tagged}))"
-    text = finish_sql(compiled, spec.aggregate_sql(tagged, df, compiled.keys, compiled.aggregates, bool(q.where)))
+    aggregated = spec.aggregate_sql(tagged, compiled.tagged, compiled.keys, compiled.aggregates, bool(q.where))
+    text = finish_sql(compiled, aggregated)
     try:
         spark.sql(text).schema  # noqa: B018 - the generated text resolves (classic and Connect)
     except AnalysisException as error:

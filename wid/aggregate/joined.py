@@ -33,8 +33,8 @@ def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
 
 def joined_sql(tagged: str, df: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
                where: bool) -> str:
-    """:func:`joined_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) of a
-    stream with ``df``'s columns, ``wid`` a value of the rattr's type; ``where``: ``tagged`` has
+    """:func:`joined_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
+    ``df``'s columns (the bucketed tuples), ``wid`` a value of the rattr's type; ``where``: ``tagged`` has
     ``wid_in`` (the query has a WHERE)."""
     r, dtype = ids(df, spec)[2].range, attribute_type(df, spec.rattr)
     key = "".join(f"{quoted(k)}, " for k in keys)

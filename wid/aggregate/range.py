@@ -108,19 +108,28 @@ class Aggregate:
         return [(name, f"{combine}({quoted(name)})") for name, _ in self.partials(index)]
 
     def final(self, index: int, dtype: DataType | None = None) -> str:
-        """The aggregate from the merge of its partials, as SQL text. avg of a decimal(p, s) is
-        Spark's own: the sum as decimal(p+10, s) over the count as decimal(20, 0), cast to
-        decimal(p+4, s+4) (each bounded by 38)."""
+        """The aggregate from the merge of its partials, as SQL text, of Spark's own result type:
+        a sum of a decimal(p, s) is a decimal(p+10, s) (each merge of sums would add 10 digits);
+        avg of a decimal(p, s) that sum over the count as decimal(20, 0), cast to decimal(p+4, s+4)
+        (each precision and scale bounded by 38)."""
         merged = [sql for _, sql in self.merge(index)]
-        if self.fn != "avg":
+        if self.fn not in ("sum", "avg"):
             return merged[0]
-        total, n = merged
+        total = _decimal_sum(merged[0], dtype) if isinstance(dtype, DecimalType) else merged[0]
+        if self.fn == "sum":
+            return total
+        n = merged[1]
         if isinstance(dtype, DecimalType):
             p, s = dtype.precision, dtype.scale
-            total = (f"CAST(CAST({total} AS DECIMAL({min(p + 10, 38)}, {s})) / CAST({n} AS DECIMAL(20, 0)) "
+            total = (f"CAST({total} / CAST({n} AS DECIMAL(20, 0)) "
                      f"AS DECIMAL({min(p + 4, 38)}, {min(s + 4, 38)}))")
             return f"CASE WHEN {n} > 0 THEN {total} END"
         return f"CASE WHEN {n} > 0 THEN {total} / {n} END"
+
+
+def _decimal_sum(total: str, dtype: DecimalType) -> str:
+    """``total`` (SQL text) as the type of Spark's sum of a decimal(p, s): decimal(p+10, s)."""
+    return f"CAST({total} AS DECIMAL({min(dtype.precision + 10, 38)}, {dtype.scale}))"
 
 
 def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[str, str]) -> None:
@@ -158,14 +167,16 @@ def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -
     return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
-def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate]) -> str:
+def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate],
+                        types: dict[str, DataType]) -> str:
     """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
-    quoted name or a parenthesised query): the same panes, steps, blocks and ids."""
+    quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
+    blocks and ids, and the same result types."""
     key = "".join(f"{quoted(k)}, " for k in keys)
     if not all(a.decomposable for a in aggregates):
         return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quoted(a.alias)}' for a in aggregates)} "
                 f"FROM (SELECT *, explode(sequence(wid_lo, wid_hi)) AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
-    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i)]
+    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
     names = "".join(f"{name}, " for name, _ in partials)
     panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
@@ -174,5 +185,5 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
               f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
     ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
-    finals = ", ".join(f"{a.final(i)} AS {quoted(a.alias)}" for i, a in enumerate(aggregates))
+    finals = ", ".join(f"{a.final(i, types.get(a.arg))} AS {quoted(a.alias)}" for i, a in enumerate(aggregates))
     return f"SELECT {key}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"

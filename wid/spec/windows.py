@@ -121,11 +121,12 @@ class WindowSpec(ABC):
         return f"SELECT * FROM ({tagged}) WHERE {condition}"
 
     def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
-        """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) of a
-        stream with ``df``'s columns; ``where``: the query has a WHERE (:meth:`where_sql`)."""
+        """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
+        ``df``'s columns (the bucketed tuples of :meth:`bucket`, with the query's derived columns);
+        ``where``: the query has a WHERE (:meth:`where_sql`)."""
         from wid.aggregate.range import range_aggregate_sql
 
-        return range_aggregate_sql(tagged, keys, aggregates)
+        return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields})
 
     def closed(self, bound: Column) -> Column:
         """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""

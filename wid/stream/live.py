@@ -33,6 +33,7 @@ from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
+from wid.spec.clause import parse_window
 from wid.text import WindowQuery
 from wid.stream.live_state import END, KIND, PUNCTUATION, TUPLE, Layout, PaneProcessor, Sequencer
 from wid.stream.punctuate import Generator, Marks
@@ -57,18 +58,21 @@ class Live:
 
 
 def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> CompiledQuery:
-    """The query compiled over ``tuples`` (registered under a fresh temp view name)."""
-    source = WindowQuery.parse(query_text).source
+    """The query compiled over ``tuples`` (registered under a fresh temp view name); the window
+    kind and the clauses are checked first, before Bucket runs anything on the stream (the
+    Bucket of a kind live mode refuses may need a batch job, e.g. ROWS positions)."""
+    parsed = WindowQuery.parse(query_text)
+    spec = parse_window(parsed.window)
+    if not spec.live:
+        raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute, "
+                       f"not {type(spec).__name__}")
+    if parsed.order_by or parsed.limit is not None:
+        raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
     tuples.createOrReplaceTempView(view)
-    text = re.sub(rf"(\bFROM\s+){re.escape(source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
+    text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
-    compiled = compile_query(spark, text)
-    if not compiled.spec.live:
-        raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute, "
-                       f"not {type(compiled.spec).__name__}")
-    if compiled.query.order_by or compiled.query.limit is not None:
-        raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
+    compiled = compile_query(spark, text, spec)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
     return compiled
