@@ -199,8 +199,14 @@ def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
     late = rep.late.groupBy("seg_id", "wid").agg(F.count("*").alias("late"))
     total = (rep.results.join(late, ["seg_id", "wid"], "full")
              .select("seg_id", "wid", (F.coalesce("n", F.lit(0)) + F.coalesce("late", F.lit(0))).alias("n")))
-    assert_df_equality(total, wid.query(spark, text), ignore_row_order=True, ignore_nullable=True,
+    exact = wid.query(spark, text)
+    assert_df_equality(total, exact.select("seg_id", "wid", "n"), ignore_row_order=True, ignore_nullable=True,
                        ignore_column_order=True)
+    # the emitted windows carry their readable extents (SPEC 7): [(w+1)s - r, (w+1)s) as timestamps
+    extents = rep.results.select("wid", F.unix_micros("window_start").alias("start"),
+                                 F.unix_micros("window_end").alias("end")).distinct().collect()
+    assert extents and all((e.start, e.end) == ((e.wid + 1) * 5_000_000 - 10_000_000, (e.wid + 1) * 5_000_000)
+                           for e in extents)
     assert rep.late.count() > 0  # arrival lags ts by 0.05-0.25 s, more than the zero skew
 
 

@@ -86,11 +86,9 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
     present = tagged.select(*keys).distinct()
     events = tuples
     for shape in punctuations.shapes:
-        frame = punctuations.frame
-        for c in punctuations.pattern:
-            frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
-        frame = frame.select("row_num", *shape, WID_CLOSED)
-        matched = present.join(frame, list(shape)) if shape else present.crossJoin(frame)
+        frame = punctuations.shaped(shape)
+        matched = present.join(frame, [present[c].eqNullSafe(frame[c]) for c in shape]).select(
+            *[present[c] for c in keys], "row_num", WID_CLOSED) if shape else present.crossJoin(frame)
         events = events.unionByName(matched.select("row_num", *keys, F.lit(1).alias(_KIND),
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
                                                    WID_CLOSED))
