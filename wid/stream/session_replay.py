@@ -86,9 +86,10 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
     present = tagged.select(*keys).distinct()
     events = tuples
     for shape in punctuations.shapes:
-        frame = punctuations.shaped(shape)
-        matched = present.join(frame, [present[c].eqNullSafe(frame[c]) for c in shape]).select(
-            *[present[c] for c in keys], "row_num", WID_CLOSED) if shape else present.crossJoin(frame)
+        named = [f"_wid_p{i}" for i in range(len(shape))]  # no column of the join on both sides
+        frame = punctuations.shaped(shape).toDF("row_num", *named, WID_CLOSED)
+        matched = present.join(frame, [F.col(c).eqNullSafe(F.col(n)) for c, n in zip(shape, named)]) \
+            if shape else present.crossJoin(frame)
         events = events.unionByName(matched.select("row_num", *keys, F.lit(1).alias(_KIND),
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
                                                    WID_CLOSED))
