@@ -199,8 +199,14 @@ def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
     late = rep.late.groupBy("seg_id", "wid").agg(F.count("*").alias("late"))
     total = (rep.results.join(late, ["seg_id", "wid"], "full")
              .select("seg_id", "wid", (F.coalesce("n", F.lit(0)) + F.coalesce("late", F.lit(0))).alias("n")))
-    assert_df_equality(total, wid.query(spark, text), ignore_row_order=True, ignore_nullable=True,
+    exact = wid.query(spark, text)
+    assert_df_equality(total, exact.select("seg_id", "wid", "n"), ignore_row_order=True, ignore_nullable=True,
                        ignore_column_order=True)
+    # the emitted windows carry their readable extents (SPEC 7): [(w+1)s - r, (w+1)s) as timestamps
+    extents = rep.results.select("wid", F.unix_micros("window_start").alias("start"),
+                                 F.unix_micros("window_end").alias("end")).distinct().collect()
+    assert extents and all((e.start, e.end) == ((e.wid + 1) * 5_000_000 - 10_000_000, (e.wid + 1) * 5_000_000)
+                           for e in extents)
     assert rep.late.count() > 0  # arrival lags ts by 0.05-0.25 s, more than the zero skew
 
 
@@ -212,6 +218,51 @@ def test_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
     want = {w: (len([p for p in range(2 * w - 2, 2 * w + 2) if 0 <= p < len(rows)]),
                 2 * (2 * w + 1) if 2 * w + 1 < len(rows) else None) for w in range(0, len(rows) // 2 + 1)}
     assert got == want and rep.late.count() == 0
+
+
+def test_a_null_partition_closes_on_arrival_like_any_other(spark):
+    """PATTR k with k NULL: the NULL partition is a partition (as GROUP BY's NULL group), its ROWS
+    windows close on the arrival of its own positions, never at the end of the stream."""
+    keys = [None, "a", None, None, "a", None, "a", "a", None]
+    spark.createDataFrame([(3 * i, k) for i, k in enumerate(keys)], "row_num long, k string") \
+        .createOrReplaceTempView("null_parts")
+    rep = wid.replay(spark, "SELECT k, count(*) AS n FROM null_parts [RANGE 2 ROWS SLIDE 2 ROWS WATTR row_num PATTR k]")
+    got = {(r.k, r.wid): (r.n, r.emit_row) for r in rep.results.collect()}
+    want = {}
+    for key in (None, "a"):  # window w holds the partition's positions 2w, 2w+1; closes on 2w+1's arrival
+        rows = [3 * i for i, k in enumerate(keys) if k == key]
+        for w in range((len(rows) + 1) // 2):
+            want[(key, w)] = (len(rows[2 * w:2 * w + 2]), rows[2 * w + 1] if 2 * w + 1 < len(rows) else None)
+    assert got == want and rep.late.count() == 0
+
+
+#: (row_num, k, x): each key's sub-stream in x order, the NULL key's running ahead of a's.
+NULL_KEYED = [(0, None, 0.0), (1, "a", 0.5), (2, None, 5.0), (3, "a", 1.0), (4, "a", 3.0)]
+
+
+def test_ordered_by_a_null_key_punctuates_that_key_only(spark):
+    """A tuple with k NULL punctuates the NULL group, not every key as a wildcard: a's tuple at
+    x = 1 arriving after NULL's x = 5 is on time. Tumbling windows of 2: NULL's window 0 closes
+    at row 2 (x = 5), a's window 0 at row 4 (x = 3), the others at the end."""
+    spark.createDataFrame(NULL_KEYED, "row_num long, k string, x double").createOrReplaceTempView("null_keyed")
+    rep = wid.replay(spark, "SELECT k, count(*) AS n FROM null_keyed [RANGE 2 SLIDE 2 WATTR x] GROUP BY k",
+                     punctuate.ordered_by("k"))
+    got = {(r.k, r.wid): (r.n, r.emit_row) for r in rep.results.collect()}
+    assert got == {(None, 0): (1, 2), (None, 2): (1, None), ("a", 0): (2, 4), ("a", 1): (1, None)}
+    assert rep.late.count() == 0
+
+
+def test_ordered_by_a_null_key_on_slide_by_tuple_windows(spark):
+    """The same stream, windows at every tuple's x with extent (w - 2, w]: a window closes at its
+    key's first punctuation past it, or at its defining tuple when that arrives later; NULL's
+    bound 5 does not make a's x = 1 late."""
+    spark.createDataFrame(NULL_KEYED, "row_num long, k string, x double").createOrReplaceTempView("null_keyed")
+    rep = wid.replay(spark, "SELECT k, count(*) AS n FROM null_keyed [RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num] "
+                            "GROUP BY k", punctuate.ordered_by("k"))
+    got = {(r.k, r.wid): (r.n, r.emit_row) for r in rep.results.collect()}
+    assert got == {(None, 0.0): (1, 2), (None, 0.5): (1, 2), (None, 1.0): (1, 3), (None, 5.0): (1, None),
+                   ("a", 0.5): (1, 3), ("a", 1.0): (2, 4), ("a", 3.0): (1, None)}
+    assert rep.late.count() == 0
 
 
 def test_bad_punctuations_are_named(spark, rows):

@@ -77,6 +77,19 @@ def test_a_tuple_bridging_two_emitted_sessions_is_late_for_both(spark):
     assert (results, late) == simulate(rows, puncts, Fraction(3))
 
 
+def test_ordered_by_a_null_key_punctuates_that_key_only(spark):
+    """g = 2, each key in x order: NULL's 5 closes NULL's session {0} (ends 2) at row 2 and not
+    a's; a's 1 joins {0.5}; a's 3.5 closes [0.5, 3) at row 4; the rest close at the end."""
+    rows = [{"row_num": i, "k": k, "x": x, "v": 1}
+            for i, k, x in [(0, None, 0.0), (1, "a", 0.5), (2, None, 5.0), (3, "a", 1.0), (4, "a", 3.5)]]
+    spark.createDataFrame([(t["row_num"], t["k"], t["x"], t["v"]) for t in rows], SCHEMA).createOrReplaceTempView("s")
+    rep = wid.replay(spark, "SELECT k, count(*) AS n FROM s [SESSION 2 WATTR x] GROUP BY k",
+                     punctuation=punctuate.ordered_by("k"))
+    got = {(r.k, r.wid, r.n, r.emit_row) for r in rep.results.collect()}
+    assert got == {(None, 0, 1, 2), (None, 1, 1, None), ("a", 0, 2, 4), ("a", 1, 1, None)}
+    assert rep.late.count() == 0
+
+
 def test_replay_matches_the_streaming_simulator_and_conserves(spark):
     rng = random.Random(11)
     rows, puncts, clock = [], [], 0.0

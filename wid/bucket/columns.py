@@ -130,20 +130,21 @@ def position(over: Over, key: Column, name: str) -> Column:
         (F.row_number().over(over) - 1).cast("long"))
 
 
-def id_units(column: Expr, dtype: DataType, spec: WindowSpec) -> tuple[Expr, int]:
+def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0) -> tuple[Expr, int]:
     """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`checked`
     against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs), and
     ``factor`` = id units per clause unit.
 
     Timestamps are epoch microseconds, longs and decimals as they are; a double, when the
     spec's ids depend only on window boundaries (``spec.floors``), is the long
-    ``floor(x * 10**p)``, ``p`` the clause numbers' decimal places: every boundary ``b`` is a
-    multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``."""
+    ``floor(x * 10**p)``, ``p`` the clause numbers' decimal places (at least ``places``, for a
+    number such as a slack amount that must be whole in those units too): every boundary ``b``
+    is a multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``."""
     name = spec.wattr
     x, factor = exact_value(column, dtype, name)
     if isinstance(dtype, (FloatType, DoubleType)):
         floors = spec.floors and not spec.positional
-        factor = 10**spec.places if floors else 1
+        factor = 10**max(spec.places, places) if floors else 1
         limit = min(spec.limit, Decimal(LIMIT) / factor)
         x = checked(x.cast("double"), dtype, name, limit)
         return (floor_scaled(x, factor) if floors else x), factor

@@ -440,6 +440,8 @@ class Session(WindowSpec):
     pattr: str | None = None
     keys: tuple[str, ...] = ()
     extent_columns: ClassVar[tuple[str, ...]] = ("session_start", "session_end")
+    #: A session ends at ``last a + g``, not on a grid: punctuation bounds stay the stored values.
+    floors: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)

@@ -67,7 +67,7 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
                          StructField(_LATE, LongType()))
     events = chunks.rows.withColumn(_KIND, F.lit(0)).unionByName(_marks(punctuations, chunks),
                                                                  allowMissingColumns=True)
-    scan = _scanner(r, keys, aggregates, numeric, list(punctuations.pattern), consistent, arrow_schema(schema))
+    scan = _scanner(r, keys, aggregates, numeric, punctuations, consistent, arrow_schema(schema))
     out = events.groupBy(CHUNK).applyInArrow(scan, schema)
 
     results = typed(out.where(F.col(_LATE).isNull()), tagged, spec, keys, aggregates, EMIT_ROW)
@@ -94,10 +94,12 @@ def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
 
 
 def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
-             pattern: list[str], consistent: bool, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
+             punctuations: Punctuations, consistent: bool, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
     """The grouped function: one chunk's tuples and punctuations in, per key its emitted
-    windows and its late (tuple, window) pairs out."""
+    windows and its late (tuple, window) pairs out. A punctuation matches a key when each
+    pattern column equals the key's value (NULL-safe) or, with ``punctuations.wildcard``, is NULL."""
     kinds = partials(aggregates, numeric)
+    pattern, wildcards = list(punctuations.pattern), punctuations.wildcard
 
     def scan(table: pa.Table) -> pa.Table:
         kind = table.column(_KIND).to_numpy(zero_copy_only=False)
@@ -110,13 +112,14 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
         if contributing.num_rows == 0:
             return schema.empty_table()
         marks = marks.select([*pattern, "row_num", WID_CLOSED]).to_pandas()
-        wildcard = marks[pattern].isna().all(axis=1).to_numpy()
+        wildcard = marks[pattern].isna().all(axis=1).to_numpy() & wildcards
         pieces = []
         for rows in by_key(contributing, keys):
             part = contributing.take(pa.array(rows))
             match = np.ones(len(marks), dtype=bool)
             for c in pattern:
-                match &= (marks[c].isna() | (marks[c] == part.column(c)[0].as_py())).to_numpy()
+                value, unbound = part.column(c)[0].as_py(), marks[c].isna()
+                match &= ((unbound if value is None else marks[c] == value) | (unbound & wildcards)).to_numpy()
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
                                 marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent)
             pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema))

@@ -41,22 +41,14 @@ def _implied(compiled: CompiledQuery) -> Punctuations:
     slide, names = compiled.spec.slide, tuple(compiled.spec.partition)
     frame = compiled.tagged.select(
         "row_num", *names, (floor_div(F.col(WID_X) + 1, slide) - 1).alias(WID_CLOSED))
-    return Punctuations(frame, names, (names,))
-
-
-def _shape(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
-    """The punctuations whose bound (non-NULL) pattern columns are exactly ``shape``."""
-    frame = punctuations.frame
-    for c in punctuations.pattern:
-        frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
-    return frame.select("row_num", *shape, WID_CLOSED)
+    return Punctuations(frame, names, (names,), wildcard=False)  # a NULL partition is a partition
 
 
 def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
     """Per (``shape`` keys, ``wid_closed`` = c): ``row_num`` = the first punctuation closing c.
     Small (one row per window and key), and all a replay needs of the punctuations: the
     running max of ``wid_closed`` at row r is max{c : first(c) <= r}."""
-    return _shape(punctuations, shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
+    return punctuations.shaped(shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
 
 
 def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations, into: str = _C) -> DataFrame:

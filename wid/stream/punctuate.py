@@ -22,6 +22,7 @@ scans (:func:`wid.stream.scan.running`), never one Spark partition holding the w
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -31,7 +32,7 @@ from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampTyp
 
 from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, numeric_value
 from wid.errors import WidError
-from wid.spec.numbers import as_number, floor_scaled, times
+from wid.spec.numbers import as_number, floor_scaled, places, times
 from wid.stream.scan import ROW_CHUNK, running
 
 MODES = ("generous", "consistent")
@@ -40,11 +41,23 @@ MODES = ("generous", "consistent")
 @dataclass(frozen=True)
 class Punctuations:
     """Punctuations on wid. ``frame``: ``row_num``, the ``pattern`` columns, ``wid_closed``;
-    ``shapes``: the sets of pattern columns that may be bound (non-NULL) together."""
+    ``shapes``: the sets of pattern columns that may be bound (non-NULL) together.
+    ``wildcard``: NULL in a pattern column is the wildcard ``*`` (punctuations from the
+    source); False: it is a key value like any other, as in GROUP BY (a tuple punctuating
+    its own key: ROWS arrival, :func:`ordered_by`), and the one shape is the whole pattern."""
 
     frame: DataFrame
     pattern: tuple[str, ...]
     shapes: tuple[tuple[str, ...], ...]
+    wildcard: bool = True
+
+    def shaped(self, shape: tuple[str, ...]) -> DataFrame:
+        """``row_num``, ``shape``, ``wid_closed`` of the punctuations whose bound pattern columns
+        are exactly ``shape``; match them to keys with NULL-safe equality."""
+        frame = self.frame
+        for c in self.pattern if self.wildcard else ():
+            frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
+        return frame.select("row_num", *shape, WID_CLOSED)
 
 
 @dataclass(frozen=True)
@@ -113,10 +126,6 @@ class Generator(ABC):
             return value * F.lit(factor // value_factor) if factor != value_factor else value
         return floor_scaled(value.cast("double") * F.lit(factor / value_factor), 1)
 
-    def amount_on_ids(self, compiled, amount) -> Column:
-        """``amount`` (clause units) in ``wid_x`` units, exactly."""
-        return F.lit(times(as_number(amount, "slack amount"), self.factor(compiled)))
-
 
 @dataclass(frozen=True)
 class Embedded(Generator):
@@ -160,20 +169,29 @@ class Slack(Generator):
     mode: str = "generous"
     by: str = "value"
 
+    def _lowered(self, compiled) -> tuple[Column, Callable[[Column], Column]]:
+        """``(x, closed)``: each tuple's ``x`` in id units in which the amount ``a`` is whole too
+        (a double: ``floor(x * 10**p)`` with ``p`` also the amount's decimal places,
+        :func:`wid.bucket.columns.id_units`), and ``closed(X)`` the largest window closed by
+        the bound ``X - a``: window ends are whole in those units, so ``end <= x - a <=>
+        end <= floor(x * 10**p) - a * 10**p`` exactly. ``by="rows"``: ``wid_x`` and ``closed(X)``."""
+        if self.by == "rows":
+            return F.col(WID_X), lambda seen: self.closed(compiled, seen)
+        spec, amount = compiled.spec, as_number(self.amount, "slack amount")
+        x, factor = id_units(F.col(spec.wattr), attribute_type(compiled.tagged, spec.wattr), spec, places(amount))
+        return x, lambda seen: spec.scaled(factor).closed(seen - F.lit(times(amount, factor)))
+
     def punctuations(self, compiled) -> Punctuations:
-        x = compiled.tagged.select("row_num", WID_X)
-        seen = running(x, WID_X, ["row_num"], F.floor(F.col("row_num") / ROW_CHUNK), "_wid_seen")
-        if self.by == "value":
-            bound, at = F.col("_wid_seen") - self.amount_on_ids(compiled, self.amount), F.col("row_num")
-        else:
-            bound, at = F.col("_wid_seen"), F.col("row_num") + F.lit(int(self.amount))
-        frame = seen.select(at.cast("long").alias("row_num"), self.closed(compiled, bound).alias(WID_CLOSED))
+        x, closed = self._lowered(compiled)
+        seen = running(compiled.tagged.select("row_num", x.alias("_wid_x")), "_wid_x", ["row_num"],
+                       F.floor(F.col("row_num") / ROW_CHUNK), "_wid_seen")
+        at = F.col("row_num") + F.lit(int(self.amount) if self.by == "rows" else 0)
+        frame = seen.select(at.cast("long").alias("row_num"), closed(F.col("_wid_seen")).alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
 
     def marks(self, compiled) -> Marks:
-        if self.by == "value":  # closed(max x - k) = max closed(x - k): closed is monotone
-            return Marks(self.closed(compiled, F.col(WID_X) - self.amount_on_ids(compiled, self.amount)))
-        return Marks(self.closed(compiled, F.col(WID_X)), shift=int(self.amount))
+        x, closed = self._lowered(compiled)  # closed(max x) = max closed(x): closed is monotone
+        return Marks(closed(x), shift=int(self.amount) if self.by == "rows" else 0)
 
 
 @dataclass(frozen=True)
@@ -217,7 +235,7 @@ class OrderedBy(Generator):
         names = tuple(known[k.lower()] for k in self.keys)
         frame = compiled.tagged.select(F.col("row_num").cast("long").alias("row_num"), *names,
                                        self.closed(compiled, F.col(WID_X)).alias(WID_CLOSED))
-        return Punctuations(frame, names, (names,))
+        return Punctuations(frame, names, (names,), wildcard=False)
 
     def marks(self, compiled) -> Marks:
         return Marks(self.closed(compiled, F.col(WID_X)), pattern=self.punctuations(compiled).pattern)

@@ -86,11 +86,10 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
     present = tagged.select(*keys).distinct()
     events = tuples
     for shape in punctuations.shapes:
-        frame = punctuations.frame
-        for c in punctuations.pattern:
-            frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
-        frame = frame.select("row_num", *shape, WID_CLOSED)
-        matched = present.join(frame, list(shape)) if shape else present.crossJoin(frame)
+        named = [f"_wid_p{i}" for i in range(len(shape))]  # no column of the join on both sides
+        frame = punctuations.shaped(shape).toDF("row_num", *named, WID_CLOSED)
+        matched = present.join(frame, [F.col(c).eqNullSafe(F.col(n)) for c, n in zip(shape, named)]) \
+            if shape else present.crossJoin(frame)
         events = events.unionByName(matched.select("row_num", *keys, F.lit(1).alias(_KIND),
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
                                                    WID_CLOSED))
