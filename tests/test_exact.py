@@ -226,3 +226,14 @@ def test_null_attribute_of_a_rank_window_is_a_plain_error(spark):
     spark.createDataFrame([(0, 1.0), (1, None), (2, 3.0)], "row_num long, x double").createOrReplaceTempView("exact_rk")
     with pytest.raises(PySparkException, match="NULL or NaN window attribute 'x' in the tuple with row_num=1"):
         wid.query(spark, "SELECT count(*) AS n FROM exact_rk [RANGE 5 RATTR x SLIDE 2 ROWS SATTR rank(x)]").collect()
+
+
+def test_decimal_window_bounds_keep_the_clause_places(spark):
+    """decimal(20, 0) x = -2 under ``[RANGE 3.05 SLIDE 0.1]``: window -1 is [(w+1)s - r, (w+1)s)
+    = [-3.05, 0), not [-3, 0): the bounds carry the clause's decimal places."""
+    _view(spark, "exact_bounds", [Decimal(-2)], DecimalType(20, 0))
+    out = wid.query(spark, "SELECT count(*) AS n FROM exact_bounds [RANGE 3.05 SLIDE 0.1 WATTR x]")
+    bounds = {r["wid"]: (r["window_start"], r["window_end"]) for r in out.collect()}
+    assert bounds[-1] == (Decimal("-3.05"), Decimal("0.00"))
+    assert bounds[-20] == (Decimal("-4.95"), Decimal("-1.90"))
+    assert out.schema["window_start"].dataType == DecimalType(23, 2)

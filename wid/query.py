@@ -62,8 +62,9 @@ class CompiledQuery:
                 # a decimal attribute's bounds in decimals: (w+1)s may pass a long where s * w does not
                 w = column(WID).cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else column(WID)
                 start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(w)
-                end = bound_value(end, dtype)
-                out += [(null_like(end) if start is None else bound_value(start, dtype), WINDOW_START),
+                places = self.spec.places
+                end = bound_value(end, dtype, places)
+                out += [(null_like(end) if start is None else bound_value(start, dtype, places), WINDOW_START),
                         (end, WINDOW_END)]
         return out
 

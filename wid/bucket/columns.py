@@ -111,12 +111,17 @@ def rattr_value(v: Expr, dtype: DataType) -> Expr:
     return v.cast(dtype)
 
 
-def bound_value(v: Expr, dtype: DataType) -> Expr:
+def bound_value(v: Expr, dtype: DataType, places: int = 0) -> Expr:
     """An extent bound in x units in the attribute's terms: a timestamp for timestamps and dates
-    (a bound need not be a whole day), a number of the attribute's type for fractional ones,
-    the number itself (long, or double for a fractional range or slide) for integral ones."""
+    (a bound need not be a whole day), a double for doubles, for a decimal(p, s) a decimal with
+    room for the clause numbers' ``places`` (``RANGE 3.05`` over a decimal(20, 0) has bounds
+    like -3.05: decimal(23, 2)), the number itself (long, or double for a fractional range or
+    slide) for integral ones."""
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
         return rattr_value(v, TimestampType() if isinstance(dtype, DateType) else dtype)
+    if isinstance(dtype, DecimalType):
+        scale = min(max(dtype.scale, places), 38)
+        return v.cast(DecimalType(min(dtype.precision - dtype.scale + scale + 1, 38), scale))
     return v if isinstance(dtype, IntegralType) else v.cast(dtype)
 
 
