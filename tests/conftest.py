@@ -45,6 +45,4 @@ _HYPOTHESIS = dict(deadline=None, database=None, suppress_health_check=[
 # so the suite stays within its time budget; `nightly` shrinks.
 settings.register_profile("ci", max_examples=6, derandomize=True, phases=[Phase.explicit, Phase.generate], **_HYPOTHESIS)
 settings.register_profile("nightly", max_examples=200, print_blob=True, **_HYPOTHESIS)
-# ``dev``: the ci examples without shrinking, for a quick red or green while fixing.
-settings.register_profile("dev", settings.get_profile("ci"), phases=[Phase.explicit, Phase.generate])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
