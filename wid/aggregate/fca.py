@@ -21,7 +21,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     DataType,
-    DateType,
     DecimalType,
     DoubleType,
     IntegralType,
@@ -29,8 +28,6 @@ from pyspark.sql.types import (
     NumericType,
     StructField,
     StructType,
-    TimestampNTZType,
-    TimestampType,
 )
 
 from wid.aggregate.bins import Bins, add, columns, output, partials

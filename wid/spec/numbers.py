@@ -69,8 +69,6 @@ def exact(value: Number) -> Fraction:
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
-
-
 def as_number(value: object, name: str) -> Number:
     """``value`` as an exact clause number: an ``int``, or a ``Decimal`` when it has a fraction.
     A float stands for the decimal it prints as (``0.1`` -> ``Decimal('0.1')``)."""

@@ -427,7 +427,6 @@ class SlideByRank(SlideByRows):
     ranked: ClassVar[bool] = True
 
 
-
 @dataclass(frozen=True)
 class Session(WindowSpec):
     """``[SESSION g WATTR a [PATTR p]]``: per key (the query's GROUP BY keys and ``p``), a session
