@@ -37,7 +37,7 @@ from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_val
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes, ids
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, as_number
-from wid.spec.windows import SlideByTuple
+from wid.spec.aware import SlideByTuple
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000

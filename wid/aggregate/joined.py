@@ -12,7 +12,7 @@ from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, attribute
 from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes, ids
 from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Sql
-from wid.spec.windows import SlideByTuple
+from wid.spec.aware import SlideByTuple
 
 
 def extent(r: Number, dtype: DataType) -> str:

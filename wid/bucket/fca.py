@@ -25,7 +25,7 @@ from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attrib
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Expr, Sql, call
-from wid.spec.windows import SlideByTuple
+from wid.spec.aware import SlideByTuple
 
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and whether it holds ``x``.
 CHUNK, HOME = "_wid_chunk", "_wid_home"

@@ -27,7 +27,7 @@ from pyspark.sql.types import (DataType, DateType, DecimalType, IntegralType, Ti
 from wid.bucket.columns import MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
 from wid.errors import WidError
 from wid.spec.numbers import exact
-from wid.spec.windows import Session
+from wid.spec.aware import Session
 
 SESSION_START, SESSION_END = Session.extent_columns
 _NEW = "_wid_new"

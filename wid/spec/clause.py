@@ -16,8 +16,8 @@ import re
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
 from wid.spec.spl import is_spl, parse_spl
-from wid.spec.windows import (Landmark, PartitionedTupleSliding, Session, SlideByRank, SlideByRows, SlideByTuple,
-                              Sliding, Tumbling, TupleSliding, WindowSpec)
+from wid.spec.aware import Session, SlideByRank, SlideByRows, SlideByTuple
+from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding, WindowSpec
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"

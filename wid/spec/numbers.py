@@ -150,3 +150,18 @@ def _split(a: Expr | float) -> tuple[Expr | float, Expr | float]:
     t = a * _SPLIT
     hi = t - (t - a)
     return hi, a - hi
+
+
+def clause_number(name: str, value: object) -> Number:
+    """``value`` as an exact positive clause number (:func:`wid.spec.numbers.as_number`), bounded."""
+    number = as_number(value, name)
+    if number <= 0:
+        raise WidError(f"{name} must be positive, got {value!r}")
+    return bounded(number, name)
+
+
+def whole(name: str, value: Number) -> int:
+    """``value``, or a :class:`WidError` unless it is a whole number (a ROWS amount)."""
+    if not isinstance(value, int):
+        raise WidError(f"{name} in ROWS must be a whole number, got {value}")
+    return value

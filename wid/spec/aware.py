@@ -1,0 +1,163 @@
+"""Context-aware window kinds: slide-by-tuple (FCA: every tuple, every n-th, every n-th by
+rank) and sessions. Their window-ids are not a function of one tuple's value alone: the ids
+are attribute values of chosen tuples (``w - r < u.a <= w``), or session starts found from a
+key's neighbouring tuples (``[first a, last a + g)``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from pyspark.sql import Column, DataFrame
+
+from wid.errors import WidError
+from wid.spec.numbers import Number, clause_number, exact, places, positive, times, whole
+from wid.spec.windows import WindowSpec
+
+
+def _no_lateness(allowed_lateness: Number) -> None:
+    if allowed_lateness:
+        raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
+
+
+@dataclass(frozen=True)
+class SlideByTuple(WindowSpec):
+    """``[RANGE r RATTR a SLIDE 1 ROW SATTR row_num]`` (FCA): the window-ids are the values
+    ``t.a``; extent(w) = {u : w - r < u.a <= w}; wids(t) = {w in windows : t.a <= w < t.a + r}."""
+
+    range: Number
+    rattr: str
+    #: Every ``every``-th tuple defines a window (in ``(a, row_num)`` order when ``ranked``, else arrival order).
+    every: ClassVar[int] = 1
+    ranked: ClassVar[bool] = False
+    floors: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "range", clause_number("RANGE", self.range))
+
+    @property
+    def places(self) -> int:
+        return places(self.range)
+
+    @property
+    def wattr(self) -> str:  # type: ignore[override]
+        return self.rattr
+
+    def closed(self, bound: Column) -> Column:
+        """The bound itself: the ids are attribute values, with no largest one below ``bound``,
+        so for FCA windows ``wid_closed`` is strict: a punctuation closes every ``w < wid_closed``."""
+        return bound
+
+    def scaled(self, factor: int) -> SlideByTuple:
+        return replace(self, range=times(self.range, factor))
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi`` the end ``x + r`` and whether
+        the tuple defines a window; the ids are the windows' values, so no tuple is dropped."""
+        from wid.bucket.fca import bucket
+
+        return bucket(df, self)
+
+    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        """A tuple failing WHERE still defines its window: it is marked (``wid_in``), not dropped."""
+        from wid.bucket.columns import WID_IN
+
+        return tagged.withColumn(WID_IN, condition)
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        from wid.bucket.fca import bucket_sql
+
+        return bucket_sql(source, df, self)
+
+    def where_sql(self, tagged: str, condition: str) -> str:
+        from wid.bucket.columns import WID_IN
+
+        return f"SELECT *, {condition} AS {WID_IN} FROM ({tagged})"
+
+    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
+        """The plain SQL formulation (:func:`wid.aggregate.joined.joined_sql`), ``wid`` a value of
+        the rattr's type."""
+        from wid.aggregate.joined import joined_sql
+
+        return joined_sql(tagged, df, self, keys, aggregates, where)
+
+    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
+        """The FCA bins (:mod:`wid.aggregate.fca`): windows are read from the start and end bins."""
+        from wid.aggregate.fca import aggregate
+
+        return aggregate(tagged, self, keys, aggregates)
+
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+        """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""
+        from wid.stream.fca_replay import replay
+
+        _no_lateness(allowed_lateness)
+        return replay(compiled, punctuation)
+
+
+@dataclass(frozen=True)
+class SlideByRows(SlideByTuple):
+    """``[RANGE r RATTR a SLIDE n ROWS SATTR row_num]`` (FCB): the window-ids are ``t.a`` of
+    every n-th tuple in arrival order (positions n-1, 2n-1, ...); extent as :class:`SlideByTuple`."""
+
+    every: int = 1
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "every", whole("SLIDE", positive("SLIDE", self.every)))
+
+
+@dataclass(frozen=True)
+class SlideByRank(SlideByRows):
+    """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
+    every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`."""
+
+    ranked: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Session(WindowSpec):
+    """``[SESSION g WATTR a [PATTR p]]``: per key (the query's GROUP BY keys and ``p``), a session
+    is a maximal run of the key's tuples in ``a`` order where each next tuple has
+    ``a < previous a + g``; extent(w) = that run, ``[first a, last a + g)``; wids(t) = {the
+    0-based index of t's session among its key's sessions in ``a`` order}."""
+
+    gap: Number
+    wattr: str
+    pattr: str | None = None
+    keys: tuple[str, ...] = ()
+    extent_columns: ClassVar[tuple[str, ...]] = ("session_start", "session_end")
+    #: A session ends at ``last a + g``, not on a grid: punctuation bounds stay the stored values.
+    floors: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        positive("SESSION gap", self.gap)
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        return (self.pattr,) if self.pattr else ()
+
+    def grouped(self, keys: tuple[str, ...]) -> Session:
+        """The sessions of a query grouped by the columns ``keys`` (sessions are per key)."""
+        return replace(self, keys=tuple(dict.fromkeys((*self.partition, *keys))))
+
+    def closed(self, bound: Column) -> Column:
+        """The bound itself (in ``x`` units): it closes the sessions with ``last + g <= bound``."""
+        return bound
+
+    def scaled(self, factor: int) -> Session:
+        product = exact(self.gap) * factor
+        return replace(self, gap=int(product) if product.denominator == 1 else float(product))
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Session ids from window functions (:mod:`wid.bucket.session`)."""
+        from wid.bucket.session import session_bucket
+
+        return session_bucket(df, self)
+
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+        """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""
+        from wid.stream.session_replay import replay
+
+        _no_lateness(allowed_lateness)
+        return replay(compiled, punctuation)
