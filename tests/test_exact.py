@@ -14,6 +14,7 @@ from pyspark.sql.types import DecimalType, DoubleType, LongType, StructField, St
 
 import wid
 from wid.aggregate.fca import aggregate
+from wid.bucket.fca import units
 from wid.query import compile_query
 from tests.oracle import SlideByTuple, Sliding, evaluate
 from wid.errors import WidError
@@ -123,8 +124,8 @@ def test_slide_by_tuple_doubles_every_window(spark, traffic, method):
     for the bins and for the plain Spark SQL formulation."""
     _, expected = traffic
     compiled = compile_query(spark, FCA_QUERY)
-    out = compiled.finish(aggregate(compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates,
-                                    method=method)).collect()
+    out = compiled.finish(aggregate(compiled.tagged, *units(compiled.tagged, compiled.spec), compiled.keys,
+                                    compiled.aggregates, method=method)).collect()
     assert {(r["seg_id"], r["wid"]): (r["n"], r["lo"]) for r in out} == expected
 
 

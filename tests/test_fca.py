@@ -23,6 +23,7 @@ from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
 from wid import bench
 from wid.aggregate import fca
+from wid.bucket.fca import units
 from wid.query import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
@@ -99,7 +100,8 @@ def test_timestamps_stay_timestamps_on_a_stream_over_many_partitions(spark):
     rows[1]["ts"] = rows[0]["ts"] + dt.timedelta(seconds=20)  # exactly one range apart
     register(spark, rows, partitions=8)
     compiled = compile_query(spark, f"SELECT {AGGREGATES} FROM s [RANGE 20 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
-    actual = compiled.finish(fca.aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates, chunk_rows=50))
+    actual = compiled.finish(fca.aggregate(compiled.tagged, *units(compiled.tagged, compiled.spec), [],
+                                           compiled.aggregates, chunk_rows=50))
     assert actual.schema["wid"].dataType.simpleString() == "timestamp"
     expected = evaluate(rows, SlideByTuple(20, "ts"), ORACLE)
     assert_rows(spark, actual, expected)
@@ -146,7 +148,8 @@ def test_spark_sql_reference_and_other_aggregates(spark):
     text = f"SELECT g, {AGGREGATES} FROM s [RANGE 6 RATTR a SLIDE 1 ROW SATTR row_num] GROUP BY g"
     compiled = compile_query(spark, text)
     bins = compiled.result()
-    sql = compiled.finish(fca.aggregate(compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates, "sql"))
+    sql = compiled.finish(fca.aggregate(compiled.tagged, *units(compiled.tagged, compiled.spec), compiled.keys,
+                                        compiled.aggregates, "sql"))
     assert_df_equality(bins, sql, ignore_row_order=True, ignore_nullable=True)
 
     actual = wid.query(spark, "SELECT g, count(DISTINCT v) AS kinds, max(ts) AS last "
@@ -211,7 +214,8 @@ def test_equals_spark_range_frame(spark, method):
     traffic(spark, 400).createOrReplaceTempView("fca_frame")
     compiled = compile_query(spark, "SELECT count(*) AS n, max(speed) AS hi FROM fca_frame "
                                     "[RANGE 3 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
-    out = compiled.finish(fca.aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates, method))
+    out = compiled.finish(fca.aggregate(compiled.tagged, *units(compiled.tagged, compiled.spec), [],
+                                        compiled.aggregates, method))
     frame = Window.orderBy(F.unix_micros("ts")).rangeBetween(-(3 * 10**6 - 1), 0)
     expected = spark.table("fca_frame").select(
         F.col("ts").alias("wid"), F.count("*").over(frame).alias("n"), F.max("speed").over(frame).alias("hi"),

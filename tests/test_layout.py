@@ -158,6 +158,16 @@ def test_the_spec_never_imports_a_later_stage_at_import_time():
         == {m: [] for m in graph if m.startswith("wid.spec")}
 
 
+def test_the_aggregate_imports_no_window_kind():
+    """The aggregate stage is window-agnostic: no module of ``wid.aggregate`` imports a window kind
+    or a grammar (numbers and SQL text helpers of ``wid.spec`` are not kinds)."""
+    kinds = ("wid.spec.windows", "wid.spec.aware", "wid.spec.clause", "wid.spec.spl", "wid.spec.flink")
+    names = set(MODULES)
+    found = [f"{m} imports {t}" for m, src in MODULES.items() if m.startswith("wid.aggregate")
+             for t, _, _ in imports(m, src, names) if t.startswith(kinds)]
+    assert found == []
+
+
 def test_the_checks_find_what_they_look_for():
     """The checks on a small made-up package: each rule broken once is reported."""
     made_up = {

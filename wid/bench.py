@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from wid.aggregate.fca import aggregate as fca_aggregate
 from wid.aggregate.range import Aggregate, range_aggregate
 from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.fca import units
 from wid.bucket.spl import operational_bucket
 from wid.console import aligned, log
 from wid.datasets.traffic import traffic
@@ -285,8 +286,8 @@ def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> 
                                         f"[RANGE {range_seconds} SECONDS RATTR ts SLIDE 1 ROW SATTR row_num]")
 
         def wid_fca(method: str) -> Callable[[], DataFrame]:
-            return lambda: compiled.finish(fca_aggregate(compiled.tagged, compiled.spec, [], compiled.aggregates,
-                                                         method))
+            return lambda: compiled.finish(fca_aggregate(compiled.tagged, *units(compiled.tagged, compiled.spec), [],
+                                                         compiled.aggregates, method))
 
         def range_frame() -> DataFrame:
             return data.select(

@@ -34,37 +34,35 @@ from wid.aggregate.bins import Bins, add, columns, output, partials
 from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
-from wid.bucket.fca import CHUNK, HOME, chunked, contributes, ids
+from wid.bucket.fca import CHUNK, HOME, chunked, contributes
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, as_number
-from wid.spec.aware import SlideByTuple
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000
 
 
-def aggregate(tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+def aggregate(tagged: DataFrame, r: Number, dtype: DataType, keys: list[str], aggregates: list[Aggregate],
               method: str = "bins", chunk_rows: int = CHUNK_ROWS) -> DataFrame:
-    """One row per ``(keys, wid)`` whose extent holds a contributing tuple of the group:
+    """One row per ``(keys, wid)`` whose extent holds a contributing tuple of the group (``r``
+    the RANGE in ``wid_x`` units, ``dtype`` the rattr's type: :func:`wid.bucket.fca.units`):
     ``keys``, ``wid`` (of the rattr's type) and one column per aggregate, typed as Spark's
     aggregate. ``method``: ``"bins"`` (the default; falls back to ``"sql"`` for aggregates
     the bins cannot hold) or ``"sql"`` (:func:`joined_aggregate`); ``chunk_rows`` sizes the
     bins' chunks (:func:`binned_aggregate`)."""
     if method not in ("bins", "sql"):
         raise WidError(f"unknown FCA method {method!r}: bins or sql")
-    r = ids(tagged, spec)[2].range
     numeric = numeric_types(tagged, aggregates)
     if method == "sql" or numeric is None:
         out = joined_aggregate(tagged, r, keys, aggregates)
     else:
         out = binned_aggregate(tagged, r, keys, aggregates, numeric, chunk_rows)
-    return typed(out, tagged, spec, keys, aggregates)
+    return typed(out, tagged, dtype, keys, aggregates)
 
 
-def typed(out: DataFrame, tagged: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+def typed(out: DataFrame, tagged: DataFrame, dtype: DataType, keys: list[str], aggregates: list[Aggregate],
           *extra: str) -> DataFrame:
-    """``keys``, ``wid`` as a value of the rattr's type, the aggregates typed as Spark's, ``extra``."""
-    dtype = ids(tagged, spec)[1]
+    """``keys``, ``wid`` as a value of the rattr's type ``dtype``, the aggregates typed as Spark's, ``extra``."""
     types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
     return out.select(*keys, rattr_value(F.col(WID), dtype).alias(WID),
                       *[F.col(f.name).cast(f.dataType) for f in types.fields], *extra)

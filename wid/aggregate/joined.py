@@ -8,11 +8,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from wid.aggregate.range import Aggregate, quoted
-from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, attribute_type, rattr_value
-from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes, ids
+from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
+from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes
 from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Sql
-from wid.spec.aware import SlideByTuple
 
 
 def extent(r: Number, dtype: DataType) -> str:
@@ -31,12 +30,11 @@ def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     return joined.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
-def joined_sql(tagged: str, df: DataFrame, spec: SlideByTuple, keys: list[str], aggregates: list[Aggregate],
+def joined_sql(tagged: str, r: Number, dtype: DataType, keys: list[str], aggregates: list[Aggregate],
                where: bool) -> str:
     """:func:`joined_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
-    ``df``'s columns (the bucketed tuples), ``wid`` a value of the rattr's type; ``where``: ``tagged`` has
-    ``wid_in`` (the query has a WHERE)."""
-    r, dtype = ids(df, spec)[2].range, attribute_type(df, spec.rattr)
+    the bucketed tuples' columns, ``wid`` a value of the rattr's type ``dtype`` (``r``: the RANGE
+    in ``wid_x`` units); ``where``: ``tagged`` has ``wid_in`` (the query has a WHERE)."""
     key = "".join(f"{quoted(k)}, " for k in keys)
     first, last = chunk_of(Sql.column(WID_X), r), chunk_of(Sql.column(WID_HI), r)
     windows = (f"SELECT {WID}, {chunk_of(Sql.column(WID), r)} AS {CHUNK} FROM "

@@ -39,6 +39,13 @@ def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTup
     return x, dtype, scaled
 
 
+def units(df: DataFrame, spec: SlideByTuple) -> tuple[Number, DataType]:
+    """``(r, rattr type)``: the RANGE in the units of the tagged ``wid_x`` (:func:`ids`), and the
+    type the window-ids are read back in."""
+    _, dtype, scaled = ids(df, spec)
+    return scaled.range, dtype
+
+
 def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple) -> tuple[Expr, SlideByTuple]:
     """``(x, spec in x's units)``: x checked (NULL/NaN/too large fail the query); a double ``x``
     needs a RANGE that is a double exactly (a binary fraction)."""

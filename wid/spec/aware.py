@@ -11,7 +11,7 @@ from typing import ClassVar
 from pyspark.sql import Column, DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import Number, clause_number, exact, places, positive, times, whole
+from wid.spec.numbers import Number, exact, positive, whole
 from wid.spec.windows import WindowSpec
 
 
@@ -31,13 +31,7 @@ class SlideByTuple(WindowSpec):
     every: ClassVar[int] = 1
     ranked: ClassVar[bool] = False
     floors: ClassVar[bool] = False
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "range", clause_number("RANGE", self.range))
-
-    @property
-    def places(self) -> int:
-        return places(self.range)
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("range", "RANGE"),)
 
     @property
     def wattr(self) -> str:  # type: ignore[override]
@@ -47,9 +41,6 @@ class SlideByTuple(WindowSpec):
         """The bound itself: the ids are attribute values, with no largest one below ``bound``,
         so for FCA windows ``wid_closed`` is strict: a punctuation closes every ``w < wid_closed``."""
         return bound
-
-    def scaled(self, factor: int) -> SlideByTuple:
-        return replace(self, range=times(self.range, factor))
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi`` the end ``x + r`` and whether
@@ -78,14 +69,16 @@ class SlideByTuple(WindowSpec):
         """The plain SQL formulation (:func:`wid.aggregate.joined.joined_sql`), ``wid`` a value of
         the rattr's type."""
         from wid.aggregate.joined import joined_sql
+        from wid.bucket.fca import units
 
-        return joined_sql(tagged, df, self, keys, aggregates, where)
+        return joined_sql(tagged, *units(df, self), keys, aggregates, where)
 
     def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
         """The FCA bins (:mod:`wid.aggregate.fca`): windows are read from the start and end bins."""
         from wid.aggregate.fca import aggregate
+        from wid.bucket.fca import units
 
-        return aggregate(tagged, self, keys, aggregates)
+        return aggregate(tagged, *units(tagged, self), keys, aggregates)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partialmethod
 from decimal import Decimal
 from typing import Any
 
@@ -83,26 +84,13 @@ class Sql:
         left, right = (literal(other), self.text) if reverse else (self.text, literal(other))
         return Sql(f"({left} {op} {right})")
 
-    def __add__(self, other: Any) -> Sql:
-        return self._op("+", other)
-
-    def __radd__(self, other: Any) -> Sql:
-        return self._op("+", other, True)
-
-    def __sub__(self, other: Any) -> Sql:
-        return self._op("-", other)
-
-    def __rsub__(self, other: Any) -> Sql:
-        return self._op("-", other, True)
-
-    def __mul__(self, other: Any) -> Sql:
-        return self._op("*", other)
-
-    def __rmul__(self, other: Any) -> Sql:
-        return self._op("*", other, True)
-
-    def __truediv__(self, other: Any) -> Sql:
-        return self._op("/", other)
+    __add__ = partialmethod(_op, "+")
+    __radd__ = partialmethod(_op, "+", reverse=True)
+    __sub__ = partialmethod(_op, "-")
+    __rsub__ = partialmethod(_op, "-", reverse=True)
+    __mul__ = partialmethod(_op, "*")
+    __rmul__ = partialmethod(_op, "*", reverse=True)
+    __truediv__ = partialmethod(_op, "/")
 
     def __neg__(self) -> Sql:
         return Sql(f"(- {self.text})")

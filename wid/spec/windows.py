@@ -51,6 +51,12 @@ class WindowSpec(ABC):
     floors: ClassVar[bool] = True
     #: Columns the tagger adds that describe each window (one value per window), output after ``wid``.
     extent_columns: ClassVar[tuple[str, ...]] = ()
+    #: The clause numbers, as ``(field, keyword)``: exact decimals, checked by the constructor.
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def __post_init__(self) -> None:
+        for field, keyword in self.number_fields:
+            object.__setattr__(self, field, clause_number(keyword, getattr(self, field)))
 
     @property
     def partition(self) -> tuple[str, ...]:
@@ -71,14 +77,16 @@ class WindowSpec(ABC):
         :class:`wid.spec.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
         return None
 
-    @abstractmethod
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
+        if not self.number_fields:
+            return self
+        return replace(self, **{field: times(getattr(self, field), factor) for field, _ in self.number_fields})
 
     @property
     def places(self) -> int:
         """Decimal places of the clause numbers: ``scaled(10**places)`` has whole numbers only."""
-        return 0
+        return max((places(getattr(self, field)) for field, _ in self.number_fields), default=0)
 
     @property
     def limit(self) -> Number:
@@ -150,9 +158,6 @@ class Operational(WindowSpec):
     """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
     buffers in arrival order (``row_num``), the same in any unit of the attributes."""
 
-    def scaled(self, factor: int) -> Operational:
-        return self
-
 
 class ContextFree(WindowSpec):
     """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
@@ -209,14 +214,11 @@ class Sliding(ContextFree):
     def live(self) -> bool:
         return not self.positional  # ROWS positions come from a window function over the stream
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "range", clause_number("RANGE", self.range))
-        object.__setattr__(self, "slide", clause_number("SLIDE", self.slide))
-        _slides(self.range, self.slide)
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("range", "RANGE"), ("slide", "SLIDE"))
 
-    @property
-    def places(self) -> int:
-        return max(places(self.range), places(self.slide))
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _slides(self.range, self.slide)
 
     @property
     def gaps(self) -> bool:
@@ -229,8 +231,6 @@ class Sliding(ContextFree):
     def extent(self, w):
         return (w + 1) * self.slide - self.range, (w + 1) * self.slide
 
-    def scaled(self, factor: int) -> Sliding:
-        return replace(self, range=times(self.range, factor), slide=times(self.slide, factor))
 
 
 @dataclass(frozen=True)
@@ -289,14 +289,12 @@ class Landmark(ContextFree):
     wattr: str
     rows: bool = False
 
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("slide", "SLIDE"),)
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "slide", clause_number("SLIDE", self.slide))
+        super().__post_init__()
         if self.rows:
             whole("SLIDE", self.slide)
-
-    @property
-    def places(self) -> int:
-        return places(self.slide)
 
     @property
     def positional(self) -> bool:  # type: ignore[override]
@@ -309,6 +307,3 @@ class Landmark(ContextFree):
     def extent(self, w):
         """``(-inf, end)``; no start (None) for a Column or SQL ``w``."""
         return (-math.inf if isinstance(w, (int, float)) else None), (w + 1) * self.slide
-
-    def scaled(self, factor: int) -> Landmark:
-        return replace(self, slide=times(self.slide, factor))

@@ -39,7 +39,7 @@ from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by
                                typed, windows_of)
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
-from wid.bucket.fca import CHUNK, ids
+from wid.bucket.fca import CHUNK, units
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.stream.punctuate import Generator, Punctuations
@@ -58,7 +58,7 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
     if numeric is None:
         raise WidError("replay of slide-by-tuple windows holds count, sum, avg, min and max of numbers in its bins; "
                        "query the other aggregates with wid.query")
-    r = ids(tagged, spec)[2].range
+    r, dtype = units(tagged, spec)
     chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
@@ -70,10 +70,10 @@ def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS
     scan = _scanner(r, keys, aggregates, numeric, punctuations, consistent, arrow_schema(schema))
     out = events.groupBy(CHUNK).applyInArrow(scan, schema)
 
-    results = typed(out.where(F.col(_LATE).isNull()), tagged, spec, keys, aggregates, EMIT_ROW)
+    results = typed(out.where(F.col(_LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW)
     source = tagged.sparkSession.table(compiled.query.source)
     pairs = out.where(F.col(_LATE).isNotNull()).select(
-        F.col(_LATE).alias("row_num"), rattr_value(F.col(WID), ids(tagged, spec)[1]).alias(WID))
+        F.col(_LATE).alias("row_num"), rattr_value(F.col(WID), dtype).alias(WID))
     return results, source.join(pairs, "row_num").select(*source.columns, WID)
 
 
