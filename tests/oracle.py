@@ -1,6 +1,6 @@
 """Brute-force window aggregates in plain Python: the independent reference for the tests.
 
-Every window's extent is materialised with the SPEC section 2 ``extent(w)`` formula
+Every window's extent is materialised with the ``extent(w)`` formula of docs/semantics.md section 3
 (never the ``wids(t)`` formula the engine uses) and the aggregates are computed over
 the tuples it holds, per group. Arithmetic is exact (:class:`fractions.Fraction`):
 numbers as given, timestamps as epoch seconds with their fractional part.

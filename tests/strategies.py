@@ -1,6 +1,6 @@
 """Hypothesis strategies: streams the way real data looks, and the way it breaks code.
 
-A :class:`Case` is a window clause (every kind of SPEC section 2), a stream and a query
+A :class:`Case` is a window clause (every kind of docs/semantics.md section 3), a stream and a query
 over it. The stream's window attribute ``x`` is a double with 1-3 decimals, a long (small,
 near 2**53 or near the ends of the long range), a decimal, or a timestamp with
 microseconds; values repeat, go negative and fall exactly on extent boundaries (multiples

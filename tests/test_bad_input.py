@@ -1,4 +1,4 @@
-"""Bad input (SPEC section 6): a clear error naming the problem, never a silently wrong result."""
+"""Bad input (docs/semantics.md section 11): a clear error naming the problem, never a silently wrong result."""
 
 from __future__ import annotations
 

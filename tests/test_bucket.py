@@ -1,4 +1,4 @@
-"""Bucket (SPEC section 3, step 1): window-id ranges from Column expressions only, checked
+"""Bucket (docs/semantics.md section 6, step 1): window-id ranges from Column expressions only, checked
 against the extents; punctuations on the window attribute become punctuations on wid."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The ``wid`` command line: ``wid run`` prints or writes a plan's exact result, bad input ends
-with one line on stderr and exit status 2, ``wid bench`` prints its table (SPEC section 5, 6)."""
+with one line on stderr and exit status 2, ``wid bench`` prints its table (README, Command line; docs/semantics.md section 11)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC section 4: everything works the same on a Spark Connect session as on a classic one.
+"""docs/semantics.md section 9: everything works the same on a Spark Connect session as on a classic one.
 
 A Spark Connect server is started from the installed pyspark on a loopback port (once for
 this module). Each case of :data:`CASES` runs the public API on a seeded random stream; a

@@ -1,4 +1,4 @@
-"""FCA windows (SPEC section 2): slide-by-tuple, slide by n tuples over row_num (FCB) and
+"""FCA windows (docs/semantics.md section 3): slide-by-tuple, slide by n tuples over row_num (FCB) and
 over rank(a) (FCU) against the brute-force oracle, which materialises every extent
 {u : w - r < u.a <= w} of the window-ids of the whole stream.
 

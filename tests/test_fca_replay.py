@@ -9,7 +9,7 @@ A tuple with ``x < B`` is late for the windows ``w < B`` (consistent: for all of
 window defined after its key's bound passed it is emitted when its defining tuple arrives,
 unless a wildcard bound passed it (then it is lost: its contributions are late); bins are
 purged below the least of the key's and the wildcard bound. Window-ids are those of the
-whole stream (SPEC section 2).
+whole stream (docs/semantics.md section 3).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def register(spark, rows: list[dict]) -> None:
 
 
 def definers(rows: list[dict], variant: str) -> dict[int, int]:
-    """Each window-id and the row_num of its first-arriving defining tuple (SPEC section 2)."""
+    """Each window-id and the row_num of its first-arriving defining tuple (docs/semantics.md section 3)."""
     every = VARIANTS[variant][1].get("every", 1)
     order = sorted(rows, key=lambda t: (t["a"], t["row_num"]) if variant == "FCU" else t["row_num"])
     out: dict[int, int] = {}
@@ -155,7 +155,7 @@ def simulate(rows: list[dict], variant: str, puncts: list[tuple[int, str | None,
 
 
 def slack_punctuations(rows: list[dict], amount: int) -> list[tuple]:
-    """``slack(amount)`` by its definition (SPEC section 4), not by wid.punctuate: after each
+    """``slack(amount)`` by its definition (docs/semantics.md section 7), not by wid.punctuate: after each
     tuple, a wildcard bound (max ``a`` so far) - amount; an FCA window ``w`` closes when ``w < bound``."""
     out, seen = [], -math.inf
     for t in sorted(rows, key=lambda t: t["row_num"]):

@@ -1,4 +1,4 @@
-"""Live mode (SPEC section 7): run to completion over files, the output equals ``wid.replay``.
+"""Live mode (docs/semantics.md section 10): run to completion over files, the output equals ``wid.replay``.
 
 A seeded random stream (out of order, row_num with gaps, embedded punctuations in the same
 files) is split into parquet files read one per micro-batch with ``Trigger.AvailableNow``;

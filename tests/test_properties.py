@@ -3,7 +3,7 @@
 Each property draws a stream (:mod:`tests.strategies`: doubles with 1-3 decimals, longs
 near 2**53 and 2**63, decimals, timestamps with microseconds, values on extent edges,
 arrival order unrelated to the values, NULL and empty keys, NULL values, 1 to 2000 tuples)
-and a window clause of one kind of SPEC section 2, runs every decomposable aggregate
+and a window clause of one kind of docs/semantics.md section 3, runs every decomposable aggregate
 through wid, and compares with :mod:`tests.oracle`, which materialises each extent with
 exact fractions. Keys, window-ids, counts, min and max must be equal; sums and averages
 of doubles (and Spark's average of longs, which sums in double) may differ from the exact

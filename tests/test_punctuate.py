@@ -1,4 +1,4 @@
-"""The punctuation generators (SPEC section 4) against their definitions computed in plain Python."""
+"""The punctuation generators (docs/semantics.md section 7) against their definitions computed in plain Python."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""wid.replay against a brute-force streaming simulation in plain Python (SPEC section 4).
+"""wid.replay against a brute-force streaming simulation in plain Python (docs/semantics.md sections 7, 8).
 
 The simulation walks the stream in arrival order: a window ``(key, w)`` is emitted at the
 first punctuation matching ``key`` whose bound reaches the extent's end ``(w+1)s``; a tuple
@@ -202,7 +202,7 @@ def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
     exact = wid.query(spark, text)
     assert_df_equality(total, exact.select("seg_id", "wid", "n"), ignore_row_order=True, ignore_nullable=True,
                        ignore_column_order=True)
-    # the emitted windows carry their readable extents (SPEC 7): [(w+1)s - r, (w+1)s) as timestamps
+    # the emitted windows carry their readable extents (docs/semantics.md section 8): [(w+1)s - r, (w+1)s) as timestamps
     extents = rep.results.select("wid", F.unix_micros("window_start").alias("start"),
                                  F.unix_micros("window_end").alias("end")).distinct().collect()
     assert extents and all((e.start, e.end) == ((e.wid + 1) * 5_000_000 - 10_000_000, (e.wid + 1) * 5_000_000)

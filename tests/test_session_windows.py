@@ -61,7 +61,7 @@ def test_matches_sparks_session_window(spark):
 
 
 def test_a_tuple_exactly_g_after_the_last_opens_a_new_session(spark):
-    """SPEC: the next tuple joins iff ``a < previous a + g``; Spark's ``session_window`` also merges
+    """docs/semantics.md 3.10: the next tuple joins iff ``a < previous a + g``; Spark's ``session_window`` also merges
     at ``a = previous a + g`` (its sessions touch), so on microsecond timestamps ours equal
     Spark's with the gap 1 us shorter (ends 1 us earlier)."""
     rng = random.Random(8)

@@ -1,4 +1,4 @@
-"""SPEC section 4: ``wid.register`` (window-id SQL functions), ``wid.create_view`` and the
+"""docs/semantics.md section 9: ``wid.register`` (window-id SQL functions), ``wid.create_view`` and the
 statement form ``wid.run_sql``, checked on seeded random streams against brute-force
 extents (exact fractions) and against ``wid.query``."""
 

@@ -1,4 +1,4 @@
-"""Every FCF window kind against the brute-force oracle (SPEC section 2) on seeded random streams.
+"""Every FCF window kind against the brute-force oracle (docs/semantics.md section 3) on seeded random streams.
 
 Streams have gaps in ``row_num``, a shuffled physical order, negative and fractional
 (dyadic: exact in floats) attribute values with duplicates and values on extent
@@ -75,7 +75,7 @@ def assert_query(spark, text: str, expected: list[dict], columns: list[str], ord
 
 
 def test_oracle_materialises_the_extents_of_the_spec():
-    """Hand-worked SPEC section 2 examples for the oracle itself (no Spark)."""
+    """Hand-worked examples of docs/semantics.md section 3 for the oracle itself (no Spark)."""
     n = {"n": ("count", None)}
 
     def counts(rows, window, keys=()):

@@ -1,4 +1,4 @@
-"""Errors raised for bad input (SPEC section 6): each names the problem."""
+"""Errors raised for bad input (docs/semantics.md section 11): each names the problem."""
 
 
 class WidError(ValueError):

@@ -1,4 +1,4 @@
-"""Window specifications: one class per context-free window kind (SPEC section 2); the
+"""Window specifications: one class per context-free window kind (docs/semantics.md section 3); the
 context-aware kinds (slide-by-tuple, sessions) are in :mod:`wid.spec.aware`.
 
 Each class states its extent in its docstring, validates its parameters in the

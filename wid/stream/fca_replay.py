@@ -11,7 +11,7 @@ tuple ``p``); with ``B`` = the largest bound before a tuple arrives:
 - each window ``w`` is emitted at the first punctuation with ``b > w``: ``Bins.at(w)`` with
   that punctuation's ``row_num`` as ``emit_row``; windows no punctuation closes are emitted
   at the end of the stream (``emit_row`` NULL);
-- the window-ids are those of the whole stream (SPEC section 2: FCB and FCU positions count
+- the window-ids are those of the whole stream (docs/semantics.md sections 3.8, 3.9: FCB and FCU positions count
   every tuple, late ones too). A window whose defining tuple (the first to arrive, of any key)
   comes after its key's punctuation is emitted on that tuple's arrival (its ``row_num``);
   the bins are purged only below the bound of every key (wildcard punctuations), and a
