@@ -402,7 +402,7 @@ def _walkthrough() -> list[str]:
 
 
 @pytest.mark.slow
-def test_readme_walkthrough_through_the_spark_sql_binary(spark, tmp_path):
+def test_readme_walkthrough_through_the_spark_sql_binary(request, tmp_path):
     """The README's commands as written (``wid`` = this checkout's CLI, HOME a temporary directory):
     ``wid sql`` saves the sample as a table and creates Q1 as a persistent view; the
     distribution's ``spark-sql``, a separate process on the same warehouse and metastore, reads
@@ -418,6 +418,7 @@ def test_readme_walkthrough_through_the_spark_sql_binary(spark, tmp_path):
     done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
+    spark = request.getfixturevalue("spark")  # started now: one Spark process at a time
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
     expected = wid.query(spark, Q1).orderBy("seg_id", "wid")
     assert lines[-4] == str(expected.count()) == "398"
