@@ -24,6 +24,13 @@ import wid
 from wid import catalog
 from wid.errors import WidError
 from wid.serve import spark_home
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
+                            TumblingEviction)
+from wid.spec.spl import parse_spl
+
+from tests.operational_sim import simulate, simulate_flink
+from tests.test_spl import random_rows
+from tests.test_spl import stream as spl_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "datasets" / "traffic_sample.parquet"
@@ -50,10 +57,11 @@ def random_stream(spark, rng: random.Random, name: str) -> None:
     spark.createDataFrame(data, schema).createOrReplaceTempView(name)
 
 
-def random_query(rng: random.Random, view: str) -> str:
+def random_query(rng: random.Random, view: str, kind: int | None = None) -> str:
+    """A random query over ``random_stream``'s view, of window kind number ``kind`` (random by default)."""
     attr, unit = rng.choice([("ts", " SECONDS"), ("x", ""), ("d", "")])
     r, s = rng.choice([(60, 20), (30, 30), (20, 50), (7, 3)])
-    window = rng.choice([
+    windows = [
         f"RANGE {r}{unit} SLIDE {s}{unit} WATTR {attr}",
         f"RANGE {r % 9 + 1} ROWS SLIDE {s % 4 + 1} ROWS WATTR row_num",
         f"RANGE {r % 9 + 1} ROWS SLIDE {s % 4 + 1} ROWS WATTR row_num PATTR k",
@@ -61,7 +69,10 @@ def random_query(rng: random.Random, view: str) -> str:
         f"RANGE {r}{unit} RATTR {attr} SLIDE 1 ROW SATTR row_num",
         f"RANGE {r}{unit} RATTR {attr} SLIDE 3 ROWS SATTR row_num",
         f"RANGE {r}{unit} RATTR {attr} SLIDE 2 ROWS SATTR rank({attr})",
-    ])
+        f"SESSION {s}{unit} WATTR {attr}",
+        f"SESSION {s}{unit} WATTR {attr} PATTR k",
+    ]
+    window = windows[kind % len(windows)] if kind is not None else rng.choice(windows)
     aggregates = rng.sample(["count(*) AS n", "count(v) AS nv", "sum(v) AS total", "avg(d) AS mean",
                              "min(v) AS lo", "max(d + v) AS hi", "count(DISTINCT v) AS kinds"], 2)
     grouped = rng.random() < 0.5 and "PATTR" not in window
@@ -74,13 +85,52 @@ def random_query(rng: random.Random, view: str) -> str:
 
 def test_to_sql_equals_query_on_random_queries_and_streams(spark):
     rng = random.Random(13)
-    for case in range(8):
+    for case in range(9):  # every window kind once
         random_stream(spark, rng, "sqlcat_stream")
-        text = random_query(rng, "sqlcat_stream")
+        text = random_query(rng, "sqlcat_stream", case)
         compiled = spark.sql(wid.to_sql(spark, text))
         expected = wid.query(spark, text)
         assert compiled.columns == expected.columns, text
         assert rows(compiled) == rows(expected), text
+
+
+def test_sessions_in_sql_equal_sparks_session_window(spark):
+    """Sessions of timestamps, compiled to SQL and by ``wid.query``, are Spark's own
+    ``session_window`` (a tuple at exactly ``last + g`` opens a new session in both)."""
+    rng = random.Random(21)
+    for gap in (20, 1.5):
+        random_stream(spark, rng, "sqlcat_sessions")
+        text = (f"SELECT k, count(*) AS n, sum(v) AS total, max(d) AS hi FROM sqlcat_sessions "
+                f"[SESSION {gap} SECONDS WATTR ts] GROUP BY k")
+        compiled, ours = spark.sql(wid.to_sql(spark, text)), wid.query(spark, text)
+        assert compiled.dtypes == ours.dtypes
+        assert dict(ours.dtypes)["session_end"] == "timestamp"
+        theirs = spark.table("sqlcat_sessions").groupBy("k", F.session_window("ts", f"{gap} seconds")).agg(
+            F.count("*"), F.sum("v"), F.max("d")).select("session_window.start", "session_window.end", "k",
+                                                         "count(1)", "sum(v)", "max(d)")
+        assert rows(compiled.drop("wid")) == rows(ours.drop("wid")) == rows(theirs)
+
+
+def test_quoted_unicode_and_hostile_names_compile_and_inject_nothing(spark):
+    """Back-quoted stream and column names (spaces, unicode, a back quote and SQL after it)
+    compile to the same rows as ``wid.query``; nothing in a name runs as SQL."""
+    spark.sql("CREATE OR REPLACE TEMP VIEW sqlcat_victim AS SELECT 1 AS a")
+    hostile = "clé`; DROP VIEW sqlcat_victim; --"
+    spark.createDataFrame([(i, i * 7 % 40, "ab"[i % 2], i % 5, "xy"[i % 3 % 2]) for i in range(30)],
+                          ["row_num", "horodatage é", hostile, "v a l", "clé"]).createOrReplaceTempView("sqlcat_named")
+    stream = "`flux de données``) ; DROP VIEW sqlcat_victim; --`"
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW {stream} AS SELECT * FROM sqlcat_named")
+    key = "`" + hostile.replace("`", "``") + "`"
+    for window in ["RANGE 10 SLIDE 5 WATTR `horodatage é`", "SESSION 3 WATTR `horodatage é`",
+                   "RANGE 3 ROWS SLIDE 2 ROWS WATTR `horodatage é` PATTR `clé`"]:
+        text = f"SELECT {key}, sum(`v a l`) AS `total ☃` FROM {stream} [{window}] GROUP BY {key}"
+        compiled, expected = spark.sql(wid.to_sql(spark, text)), wid.query(spark, text)
+        assert compiled.columns == expected.columns and compiled.columns[-2:] == [hostile, "total ☃"]
+        assert rows(compiled) == rows(expected) and len(rows(expected)) > 4
+    assert spark.catalog.tableExists("sqlcat_victim")
+    for bad in ["données", "t; DROP VIEW sqlcat_victim", "a.b.c.d", "``"]:
+        with pytest.raises(WidError, match="not a valid table or view name"):
+            wid.sql.create_persistent_view(spark, bad, text)
 
 
 def test_to_sql_keeps_order_by_and_limit(spark):
@@ -111,10 +161,64 @@ def test_to_sql_and_query_keep_sparks_result_types(spark, window):
     assert rows(compiled) == rows(expected)
 
 
-def test_to_sql_refuses_scan_kinds_naming_the_alternative(spark):
+def random_spl_clause(rng: random.Random) -> str:
+    """An SPL clause of count, time and punct policies (the ``columns`` path, on any data)."""
+    partitioned = " partitioned BY k" if rng.random() < 0.5 else ""
+    if rng.random() < 0.4:
+        eviction = rng.choice([f"count({rng.randint(1, 5)})", f"time({rng.choice([1, 1.5, 3])})", "punct()"])
+        complete = ", aggregateIncompleteWindows(false)" if rng.random() < 0.4 else ""
+        return f"tumbling, {eviction}{partitioned}{complete}"
+    eviction = rng.choice([f"count({rng.randint(1, 6)})", f"time({rng.choice([1, 2.5, 4])})"])
+    trigger = rng.choice([f"count({rng.randint(1, 3)})", f"time({rng.choice([0.5, 1, 2])})"])
+    full = ", aggregatePartialWindows(false)" if eviction.startswith("count") and rng.random() < 0.4 else ""
+    return f"sliding, {eviction}, {trigger}{partitioned}{full}"
+
+
+def random_discretization(rng: random.Random) -> Discretization:
+    """A Flink discretization on the ``columns`` path."""
+    per_group = ("k",) if rng.random() < 0.5 else ()
+    if rng.random() < 0.5:
+        evictions = rng.choice([[], [CountEviction(rng.randint(2, 6), rng.randint(1, 3))], [TumblingEviction()]])
+        return Discretization([CountTrigger(rng.randint(1, 4), rng.randint(0, 2))], evictions, per_group)
+    trigger = TimeTrigger(rng.choice([1, 2.5]), rng.choice([0, 1]), rng.choice([None, 0.5]))
+    evictions = rng.choice([[CountEviction(rng.randint(2, 6))], [TimeEviction(rng.choice([2, 3.5]))],
+                            [TimeEviction(4), TimeEviction(2)]])
+    return Discretization([trigger], evictions, per_group)
+
+
+def test_spl_and_flink_columns_paths_in_sql_equal_the_simulators(spark):
+    """SPL windows of count, time and punct policies and Flink discretizations on the ``columns``
+    path: ``spark.sql(to_sql(q))`` has ``wid.query``'s columns and types and the windows of the
+    event-by-event simulators (tests/operational_sim.py)."""
+    rng = random.Random(77)
+    text = ("SELECT k, count(*) AS n, sum(v) AS total, min(row_num) AS lo, max(row_num) AS hi "
+            "FROM s [{}] GROUP BY k")
+    for case in range(4):
+        clause, d = random_spl_clause(rng), random_discretization(rng)
+        for window, simulated in ((None, lambda rows: simulate(rows, parse_spl(clause))),
+                                  (d, lambda rows: simulate_flink(rows, d))):
+            rows = spl_stream(spark, random_rows(rng, 40, False, punctuated=window is None and "punct" in clause))
+            q = text.format(clause if window is None else "flink")
+            compiled = spark.sql(wid.to_sql(spark, q, window))
+            assert compiled.dtypes == wid.query(spark, q, window).dtypes, q
+            expected = set()
+            for _, w, content in simulated(rows):
+                for k in {r["k"] for r in content}:
+                    part = [r["row_num"] for r in content if r["k"] == k]
+                    expected.add((k, w, len(part), sum(r["v"] for r in content if r["k"] == k), min(part), max(part)))
+            assert {(r.k, r.wid, r.n, r.total, r.lo, r.hi) for r in compiled.collect()} == expected, (q, window)
+
+
+def test_to_sql_refuses_python_kinds_naming_the_alternative(spark):
     random_stream(spark, random.Random(1), "sqlcat_spl")
-    with pytest.raises(WidError, match="not compiled to SQL.*use a temporary view"):
-        wid.to_sql(spark, "SELECT count(*) AS n FROM sqlcat_spl [sliding, count(4), count(2)]")
+    spark.table("sqlcat_spl").withColumn("arrival_ts", F.col("d")).createOrReplaceTempView("sqlcat_spl")
+    for clause in ["sliding, count(4), delta(x, 2)", "tumbling, delta(x, 5)",
+                   "sliding, count(3), count(1) partitioned BY k, partitionAge(2)"]:
+        with pytest.raises(WidError, match="not compiled to SQL.*in Python.*use a temporary view"):
+            wid.to_sql(spark, f"SELECT count(*) AS n FROM sqlcat_spl [{clause}]")
+    chain = Discretization([CountTrigger(3)], [DeltaEviction(2.0, attrs=("x",))])
+    with pytest.raises(WidError, match="chain path, not compiled to SQL.*in Python.*temporary view"):
+        wid.to_sql(spark, "SELECT count(*) AS n FROM sqlcat_spl [flink]", chain)
     with pytest.raises(WidError, match="expected SELECT"):
         wid.to_sql(spark, "SELECT 1")
 
@@ -159,7 +263,8 @@ def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(s
             ("CREATE VIEW sqlcat_v1 AS " + Q1, "temporary view"),  # traffic is a temp view
             ("CREATE VIEW sqlcat_v2 AS " + Q1.replace("traffic", "sqlcat_missing"), "unknown table"),
             ("CREATE VIEW sqlcat_v3 AS " + q.replace("max(speed)", "max(nope)"), "cannot resolve"),
-            ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [sliding, count(4)]", "not compiled to SQL"),
+            ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [tumbling, delta(speed, 4)]",
+             "not compiled to SQL"),
             ("CREATE TABLE sqlcat_v5 AS " + q, "can only define a view"),
         ]
         for statement, message in bad:
@@ -287,3 +392,35 @@ def test_serve_refuses_a_bad_port(spark, capsys):
 
     assert main(["serve", "--port", "0"], spark=spark) == 2
     assert "--port must be 1..65535" in capsys.readouterr().err
+
+
+def _walkthrough() -> list[str]:
+    """The README's shell blocks marked ``walkthrough``, in order."""
+    text = (ROOT / "README.md").read_text()
+    return [block.split("```sh\n", 1)[1].split("\n```", 1)[0]
+            for block in text.split("<!-- walkthrough:")[1:]]
+
+
+@pytest.mark.slow
+def test_readme_walkthrough_through_the_spark_sql_binary(request, tmp_path):
+    """The README's commands as written (``wid`` = this checkout's CLI, HOME a temporary directory):
+    ``wid sql`` saves the sample as a table and creates Q1 as a persistent view; the
+    distribution's ``spark-sql``, a separate process on the same warehouse and metastore, reads
+    it: the rows of ``wid.query``."""
+    blocks = _walkthrough()
+    assert len(blocks) == 2 and "CREATE VIEW q1" in blocks[0] and "spark-sql" in blocks[1]
+    conf = tmp_path / "conf"  # loopback only: Spark's defaults file of the spark-sql process
+    conf.mkdir()
+    (conf / "spark-defaults.conf").write_text("spark.driver.host 127.0.0.1\nspark.ui.enabled false\n")
+    env = {**_env(), "HOME": str(tmp_path), "SPARK_CONF_DIR": str(conf), "TZ": "UTC",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    script = f'set -e\nwid() {{ "{sys.executable}" -m wid.cli "$@"; }}\n{blocks[0]}\n{blocks[1]}\n'
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    spark = request.getfixturevalue("spark")  # started now: one Spark process at a time
+    spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+    expected = wid.query(spark, Q1).orderBy("seg_id", "wid")
+    assert lines[-4] == str(expected.count()) == "398"
+    first = expected.limit(3).selectExpr(*[f"CAST(`{c}` AS STRING)" for c in expected.columns]).collect()
+    assert [line.split("\t") for line in lines[-3:]] == [list(r) for r in first]

@@ -39,7 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from wid.errors import WidError
 from wid.query import query
 from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import qualified
+from wid.spec.sqlexpr import NAME_PART, qualified
 from wid.sqltext import to_sql
 from wid.text import WindowQuery, window_span
 
@@ -66,7 +66,7 @@ FUNCTIONS: dict[str, tuple[str, str]] = {
 
 _CREATE_VIEW = re.compile(
     r"\s*CREATE\s+(OR\s+REPLACE\s+)?(TEMP(?:ORARY)?\s+)?VIEW\s+"
-    r"(IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w.]*)\s+AS\s+",
+    rf"(IF\s+NOT\s+EXISTS\s+)?({NAME_PART}(?:\s*\.\s*{NAME_PART})*)\s+AS\s+",
     re.IGNORECASE,
 )
 

@@ -1,11 +1,15 @@
 """A window query as plain Spark SQL text (:func:`to_sql`), with the plan shape of :func:`wid.query`.
 
 The text is generated from the parsed query and the window kind's own stages as SQL (the
-formulas rendered by :mod:`wid.spec.sqlexpr`): :meth:`WindowSpec.bucket_sql` (``wid_x``,
-``wid_lo``, ``wid_hi``), :meth:`WindowSpec.where_sql` and the query's derived columns, then
-:meth:`WindowSpec.aggregate_sql`: the panes, blocks and ids of the range aggregate for
-sliding, tumbling, hopping, ROWS, PATTR and landmark windows; the windows joined with their
-extents for slide-by-tuple windows. SPL and Flink windows refuse. Every user expression is
+formulas rendered by :mod:`wid.spec.sqlexpr`, the same definitions that build the Columns of
+:func:`wid.query`): :meth:`WindowSpec.bucket_sql` (``wid_lo``, ``wid_hi``, and a session's
+``session_start``/``session_end``), :meth:`WindowSpec.where_sql` and the query's derived
+columns, then :meth:`WindowSpec.aggregate_sql`: the panes, blocks and ids of the range
+aggregate for sliding, tumbling, hopping, ROWS, PATTR, landmark and session windows, SPL
+windows of count, time and punct policies and Flink discretizations on the ``columns`` path;
+the windows joined with their extents for slide-by-tuple windows. The kinds tagged in Python
+(SPL delta policies and partition eviction, Flink discretizations on the ``chain`` or
+``scan`` path) refuse, naming the alternative (a temporary view). Every user expression is
 one Spark SQL expression (each was parsed and resolved by :func:`wid.query.compile_query`) and
 goes into the text in parentheses, a line end closing any comment.
 """
@@ -17,7 +21,10 @@ from pyspark.sql import SparkSession
 
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved, sort_item
+from wid.text import WindowQuery
+from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import Sql, qualified, quote
+from wid.spec.windows import WindowSpec
 
 
 def _expr(text: str) -> str:
@@ -39,14 +46,20 @@ def finish_sql(compiled: CompiledQuery, aggregated: str) -> str:
     return text
 
 
-def to_sql(spark: SparkSession, query_text: str) -> str:
+def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = None) -> str:
     """Plain Spark SQL (no Python UDF, no temporary object) evaluating window query ``query_text``
-    as :func:`wid.query` does, over the same source table or view; raises :class:`WidError` on
-    bad input and for window kinds that have no SQL form (SPL and Flink clauses)."""
+    as :func:`wid.query` does, over the same source table or view (``window`` replaces the
+    query's window clause, e.g. a :class:`wid.spec.flink.Discretization`); raises
+    :class:`WidError` on bad input and for the window kinds whose tagging runs Python (SPL
+    windows with delta policies or partition eviction, Flink discretizations off the
+    ``columns`` path)."""
+    refusal = (window or parse_window(WindowQuery.parse(query_text).window)).sql_refusal
+    if refusal:  # before any Spark job of the query's own path (a check on the data)
+        raise WidError(refusal)
     built: list[CompiledQuery] = []
 
     def result():
-        built.append(compile_query(spark, query_text))
+        built.append(compile_query(spark, query_text, window))
         return built[0].result()
 
     resolved(result)  # every expression of the query resolves, each as one expression

@@ -7,10 +7,12 @@ stream's first and last arrival. Periods given in seconds are scaled to the cloc
 
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import attribute_type, checked, numeric_value
+from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value
+from wid.bucket.steps import Add, Step, Totals, staged
+from wid.spec.sqlexpr import Expr, call, constant, over, when
 
 T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
 
@@ -20,23 +22,25 @@ def time_scale(df: DataFrame, ts: str) -> int:
     return numeric_value(F.col(ts), attribute_type(df, ts), ts)[1]
 
 
-def ticks(x: Column, period: float) -> Column:
+def ticks(x: Expr, period: float) -> Expr:
     """``floor(x / period)`` as a long, in the clock's own (double) arithmetic, as the operational
     time policies compare: exact on integral clocks below 2**53."""
-    return F.floor(x / F.lit(period)).cast("long")
+    return call("floor", x / constant(period, x)).cast("long")
 
 
-def clocked(df: DataFrame, ts: str, counted: Column | None = None) -> DataFrame:
-    """``df`` with the clock ``T`` on column ``ts`` (a run-time error names the first row where it
-    decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows by default)."""
+def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:
+    """The steps adding the clock ``T`` on column ``ts`` of ``df`` (a run-time error names the first
+    row where it decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows
+    by default); Columns, or SQL text with ``named = Sql.column``."""
     dtype = attribute_type(df, ts)
-    t, _ = numeric_value(F.col(ts), dtype, ts)
-    previous = F.lag(T).over(Window.orderBy("row_num"))
-    df = df.withColumn(T, checked(t, dtype, ts)).withColumn(
-        T,
-        F.when(previous > F.col(T), F.raise_error(F.concat(
-            F.lit(f"wid: {ts} decreases in row_num order at row_num="), F.col("row_num").cast("string"))))
-        .otherwise(F.col(T)),
-    )
-    stream = df if counted is None else df.where(counted)
-    return df.crossJoin(F.broadcast(stream.agg(F.min(T).alias(T0), F.max(T).alias(TEND))))
+    t = checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
+    row = named("row_num")
+    message = call("concat", constant(f"wid: {ts} decreases in row_num order at row_num=", row), row.cast("string"))
+    previous = over(call("lag", t), order=["row_num"])
+    return [Add([(T, when(previous > t, call("raise_error", message), t))]),
+            Totals([(T0, call("min", named(T))), (TEND, call("max", named(T)))], counted)]
+
+
+def clocked(df: DataFrame, ts: str, counted: Expr | None = None) -> DataFrame:
+    """``df`` after :func:`clock_steps`."""
+    return staged(df, clock_steps(df, ts, counted))

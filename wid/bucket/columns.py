@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pyspark.sql import Column, DataFrame, WindowSpec as Over
+from collections.abc import Callable, Sequence
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     DataType,
@@ -25,7 +27,7 @@ from pyspark.sql.types import (
 
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, floor_scaled
-from wid.spec.sqlexpr import Expr, Sql, call, literal
+from wid.spec.sqlexpr import Expr, Sql, call, column, constant, equal, literal, over, when
 from wid.spec.windows import WindowSpec
 
 WID_LO = "wid_lo"
@@ -46,6 +48,9 @@ EMIT_ROW = "emit_row"
 REVISION = "revision"
 
 MICROS_PER_SECOND = 10**6
+
+#: A column by name: :func:`wid.spec.sqlexpr.column` (a Column), or :meth:`Sql.column` (SQL text).
+Named = Callable[[str], Expr]
 
 
 def attribute_type(df: DataFrame, name: str) -> DataType:
@@ -125,14 +130,17 @@ def bound_value(v: Expr, dtype: DataType, places: int = 0) -> Expr:
     return v if isinstance(dtype, IntegralType) else v.cast(dtype)
 
 
-def position(over: Over, key: Column, name: str) -> Column:
-    """The 0-based ``row_number()`` over ``over`` (ordered by ``key`` last), failing the query
-    when ``key`` equals its predecessor's (``lag``, on the sort already made): an order with
-    ties (a duplicate ``row_num``) would give positions that differ from run to run."""
-    message = F.concat(F.lit(f"wid: duplicate {name}="), key.cast("string"),
-                       F.lit(f": arrival order needs a unique {name}"))
-    return F.when(F.lag(key).over(over) == key, F.raise_error(message)).otherwise(
-        (F.row_number().over(over) - 1).cast("long"))
+def position(partition: Sequence[str], order: Sequence[str], name: str, named: Named = column) -> Expr:
+    """The 0-based ``row_number()`` over ``partition`` ordered by the columns ``order`` (the key
+    ``named(order[-1])`` last), failing the query when the key equals its predecessor's (``lag``,
+    on the sort already made): an order with ties (a duplicate ``row_num``) would give positions
+    that differ from run to run. A Column, or SQL text with ``named = Sql.column``."""
+    key = named(order[-1])
+    message = call("concat", constant(f"wid: duplicate {name}=", key), key.cast("string"),
+                   constant(f": arrival order needs a unique {name}", key))
+    number = over(call("row_number", like=key), partition, order)
+    return when(equal(over(call("lag", key), partition, order), key), call("raise_error", message),
+                (number - 1).cast("long"))
 
 
 def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0) -> tuple[Expr, int]:

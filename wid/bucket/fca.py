@@ -123,7 +123,7 @@ def positioned(df: DataFrame, order: list[str], out: str, name: str | None = Non
     cut = df.withColumn(_SLICE, piece.cast("int"))
     before = cut.groupBy(_SLICE).count().select(_SLICE, F.coalesce(F.sum("count").over(
         Window.orderBy(_SLICE).rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)).alias(_BEFORE))
-    within = position(Window.partitionBy(_SLICE).orderBy(*order), F.col(order[-1]), name or order[-1])
+    within = position([_SLICE], order, name or order[-1])
     return (cut.join(F.broadcast(before), _SLICE).withColumn(out, (F.col(_BEFORE) + within).cast("long"))
             .drop(_SLICE, _BEFORE))
 

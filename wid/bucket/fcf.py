@@ -11,13 +11,13 @@ window ``w <= wid_closed``.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position
 from wid.bucket.fca import positioned
 from wid.errors import WidError
-from wid.spec.sqlexpr import Sql, quote
+from wid.spec.sqlexpr import Sql
 from wid.spec.windows import WindowSpec
 
 
@@ -27,8 +27,7 @@ def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:
     held in one Spark partition."""
     if not spec.partition:
         return positioned(tagged, [WID_X], WID_X, spec.wattr)
-    order = Window.partitionBy(*spec.partition).orderBy(WID_X)
-    return tagged.withColumn(WID_X, position(order, F.col(WID_X), spec.wattr))
+    return tagged.withColumn(WID_X, position(spec.partition, [WID_X], spec.wattr))
 
 
 def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -63,7 +62,8 @@ def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
 def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
     columns): the same ``wid_x``, ``wid_lo``, ``wid_hi`` from the spec's formulas; positions come
-    from one ``row_number()`` per partition (the whole stream when unpartitioned)."""
+    from one ``row_number()`` per partition (the whole stream when unpartitioned), a repeated
+    ``wattr`` failing the query (:func:`wid.bucket.columns.position`)."""
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
@@ -71,8 +71,7 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     ids = spec.scaled(factor)
     if spec.positional:
         source = f"(SELECT *, {x} AS _wid_raw FROM {source})"
-        over = f"PARTITION BY {', '.join(map(quote, spec.partition))} " if spec.partition else ""
-        x, ids = Sql(f"CAST(row_number() OVER ({over}ORDER BY _wid_raw) - 1 AS BIGINT)"), spec
+        x, ids = position(spec.partition, ["_wid_raw"], spec.wattr, Sql.column), spec
     tagged = f"(SELECT *, {x} AS {WID_X} FROM {source})"
     lo, hi = ids.wids(Sql.column(WID_X))
     if hi is None:

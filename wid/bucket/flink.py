@@ -5,7 +5,9 @@ tags each item with ``wid_lo``/``wid_hi``, the emissions that hold it, on one of
 (:func:`path`): ``columns`` and ``chain`` compute the positions of triggers and evictions
 (:mod:`wid.bucket.flink_compile`), ``scan`` replays the buffer event by event
 (:mod:`wid.bucket.flink_scan`). One rule for delta policies: the ``chain`` path needs each delta
-attribute non-decreasing within each buffer, checked on the data (one Spark job).
+attribute non-decreasing within each buffer, checked on the data (one Spark job). The
+``columns`` path's steps (:mod:`wid.bucket.steps`) also render as Spark SQL text for
+:func:`wid.to_sql` (:func:`flink_bucket_sql`); the other paths run Python and refuse.
 """
 
 from __future__ import annotations
@@ -14,20 +16,22 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
-from wid.bucket.clock import T, T0, TEND, clocked, time_scale
-from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked
-from wid.bucket.flink_compile import N, POS, chain, columns
+from wid.bucket.clock import T, T0, TEND, clock_steps, clocked, time_scale
+from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column
+from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
 from wid.bucket.flink_scan import scan
 from wid.bucket.positions import non_decreasing
+from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.flink import Discretization, Path
+from wid.spec.sqlexpr import Sql
 
 _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 
 
-def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
-    """Checked inputs (numeric delta attributes, boolean markers) and, for time policies, the
-    arrival clock on ``spec.ts`` (:func:`wid.bucket.clock.clocked`) with its scale."""
+def _checked(df: DataFrame, spec: Discretization) -> DataFrame:
+    """Checked inputs: the columns exist, delta attributes are numbers (NULL and NaN fail the
+    query), markers are boolean."""
     attribute_type(df, "row_num")
     for name in spec.per_group:
         attribute_type(df, name)
@@ -40,6 +44,13 @@ def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
         marker = getattr(policy, "marker", None)
         if marker is not None and not isinstance(attribute_type(df, marker), BooleanType):
             raise WidError(f"punctuation marker column {marker!r} must be boolean")
+    return df
+
+
+def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
+    """:func:`_checked` inputs and, for time policies, the arrival clock on ``spec.ts``
+    (:func:`wid.bucket.clock.clocked`) with its scale."""
+    df = _checked(df, spec)
     if not spec.timed:
         return df, 1
     return clocked(df, spec.ts), time_scale(df, spec.ts)
@@ -59,4 +70,22 @@ def flink_bucket(df: DataFrame, spec: Discretization, how: Path | None = None) -
     forces a path (for benchmarks and tests; exact only where :func:`path` picks it)."""
     prepared, scale = _prepared(df, spec)
     tagged = _PATHS[how or path(prepared, spec)](prepared, spec, scale)
-    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(POS, N, T0, TEND, T)
+    return staged(tagged, _kept(column)).drop(POS, N, T0, TEND, T)
+
+
+def _kept(named: Named) -> list[Step]:
+    """The items in some emission."""
+    return [Keep(named(WID_LO) <= named(WID_HI))]
+
+
+def flink_bucket_sql(source: str, df: DataFrame, spec: Discretization) -> str:
+    """:func:`flink_bucket` on the ``columns`` path as Spark SQL over ``source`` (SQL text of a
+    relation with ``df``'s columns): the same steps as SQL. The other paths run Python (a pandas
+    UDF, a scan) and refuse."""
+    if spec.sql_refusal:
+        raise WidError(spec.sql_refusal)
+    _checked(df, spec)
+    named = Sql.column
+    scale = time_scale(df, spec.ts) if spec.timed else 1
+    clock = clock_steps(df, spec.ts, None, named) if spec.timed else []
+    return f"SELECT * FROM {staged(source, [*clock, *column_steps(spec, scale, named), *_kept(named)])}"

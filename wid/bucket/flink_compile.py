@@ -27,60 +27,71 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, ticks
-from wid.bucket.columns import WID_HI, WID_LO, position
+from wid.bucket.columns import WID_HI, WID_LO, Named, column, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.bucket.steps import Add, Step, staged
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
                             TimeTrigger, TumblingEviction)
 from wid.spec.numbers import floor_div, scaled
+from wid.spec.sqlexpr import Expr, call, constant, over, when
 
 POS, N = "_wid_pos", "_wid_n"
 
 
-def _start(trigger: TimeTrigger, scale: int) -> Column:
+def _start(trigger: TimeTrigger, scale: int, named: Named) -> Expr:
     """The time TP's origin ``s = start + delay`` (``start`` defaulting to ``T0``)."""
-    origin = F.col(T0) if trigger.start is None else F.lit(scaled(trigger.start, scale))
-    return origin + F.lit(scaled(trigger.delay, scale))
+    t0 = named(T0)
+    origin = t0 if trigger.start is None else constant(scaled(trigger.start, scale), t0)
+    return origin + constant(scaled(trigger.delay, scale), t0)
 
 
-def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
-    """``df`` tagged by the closed forms of the module docstring (window functions over each buffer)."""
-    group = Window.partitionBy(*spec.per_group)
-    df = df.withColumn(POS, position(group.orderBy("row_num"), F.col("row_num"), "row_num"))
-    df = df.withColumn(N, F.count(F.lit(1)).over(group))
+def column_steps(spec: Discretization, scale: int, named: Named = column) -> list[Step]:
+    """The steps tagging the items by the closed forms of the module docstring (window functions
+    over each buffer), after the clock (:func:`wid.bucket.clock.clock_steps`) for a time TP:
+    Columns, or SQL text with ``named = Sql.column``."""
+    group = spec.per_group
+    steps: list[Step] = [Add([(POS, position(group, ["row_num"], "row_num", named))]),
+                         Add([(N, over(call("count", constant(1, named(POS))), group))])]
+    pos, n_items = named(POS), named(N)
+    yes = constant(True, pos)
     trigger = spec.triggers[0]
     evicted_at = None  # 0-based position of the real item whose eviction step removes the item
     for e in spec.evictions:
         if isinstance(e, CountEviction):
-            evicted_at = F.col(POS) + e.max if e.delete == 1 else floor_div(F.col(POS), e.delete) * e.delete + e.max
+            evicted_at = pos + e.max if e.delete == 1 else floor_div(pos, e.delete) * e.delete + e.max
     if isinstance(trigger, CountTrigger):
         n, start = trigger.every, trigger.start
-        last = floor_div(F.col(N) - 1 + start, n) - 1  # last firing on a real item
-        lo = F.greatest(floor_div(F.col(POS) + start, n), F.lit(0))
+        last = floor_div(n_items - 1 + start, n) - 1  # last firing on a real item
+        lo = call("greatest", floor_div(pos + start, n), constant(0, pos))
         if any(isinstance(e, TumblingEviction) for e in spec.evictions):  # the next firing after pos
             evicted_at = (lo + 1) * n - start
-        survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
-        hi = last if evicted_at is None else F.least(floor_div(evicted_at + start, n) - 1, last)
-        return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))
-    survives = F.lit(True) if evicted_at is None else evicted_at >= F.col(N)
+        survives = yes if evicted_at is None else evicted_at >= n_items
+        hi = last if evicted_at is None else call("least", floor_div(evicted_at + start, n) - 1, last)
+        return [*steps, Add([(WID_LO, lo), (WID_HI, when(survives, last + 1, hi))])]
+    survives = yes if evicted_at is None else evicted_at >= n_items
     g = scaled(trigger.granularity, scale)
-    since = F.col(T) - _start(trigger, scale)
-    last = ticks(F.col(TEND) - _start(trigger, scale), g) - 1  # last tick <= T_end
-    lo = F.greatest(ticks(since, g), F.lit(0))
+    t, start = named(T), _start(trigger, scale, named)
+    last = ticks(named(TEND) - start, g) - 1  # last tick <= T_end
+    lo = call("greatest", ticks(t - start, g), constant(0, pos))
     his = [last]
     for e in spec.evictions:
         if isinstance(e, CountEviction):  # delete == 1: item i leaves at the arrival of item i + max
-            his.append(ticks(F.lead(T, e.max).over(group.orderBy(POS)) - _start(trigger, scale), g) - 1)
+            his.append(ticks(over(call("lead", t, e.max), group, [POS]) - start, g) - 1)
     for e in spec.evictions:
         if isinstance(e, TimeEviction):
-            keep = scaled(e.granularity, scale)
-            his.append(ticks(F.col(T) + F.lit(keep) - _start(trigger, scale), g) - 1)
-            survives = survives & (F.col(T) >= F.col(TEND) - F.lit(keep))
-    hi = F.least(*his) if len(his) > 1 else his[0]
-    return df.withColumn(WID_LO, lo).withColumn(WID_HI, F.when(survives, last + 1).otherwise(hi))
+            keep = constant(scaled(e.granularity, scale), t)
+            his.append(ticks(t + keep - start, g) - 1)
+            survives = survives & (t >= named(TEND) - keep)
+    hi = call("least", *his) if len(his) > 1 else his[0]
+    return [*steps, Add([(WID_LO, lo), (WID_HI, when(survives, last + 1, hi))])]
+
+
+def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
+    """``df`` tagged by the closed forms of the module docstring (window functions over each buffer)."""
+    return staged(df, column_steps(spec, scale))
 
 
 def _fires(pdf: pd.DataFrame, trigger: CountTrigger | TimeTrigger | DeltaTrigger, scale: int) -> np.ndarray:

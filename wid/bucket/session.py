@@ -11,7 +11,9 @@ or ``a >= previous a + g``; the running sum of those flags - 1 is its session id
   ``s + e >= g_d`` iff ``s > g_d`` or (``s = g_d`` and ``e >= 0``).
 
 Each tuple also carries its session's ``session_start`` (first ``a``) and ``session_end``
-(last ``a + g``), in the attribute's type (timestamps for dates).
+(last ``a + g``), in the attribute's type (``session_end`` a timestamp for dates). The steps are one
+definition, built as Columns for :func:`wid.query` or as SQL text for :func:`wid.to_sql`
+(:func:`session_bucket_sql`).
 """
 
 from __future__ import annotations
@@ -20,75 +22,94 @@ import math
 from collections.abc import Callable
 from decimal import Decimal
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from pyspark.sql.types import (DataType, DateType, DecimalType, IntegralType, TimestampNTZType, TimestampType)
 
-from wid.bucket.columns import MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, attribute_type, checked, numeric_value
+from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
+                                numeric_value)
+from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
-from wid.spec.numbers import exact
 from wid.spec.aware import Session
+from wid.spec.numbers import exact
+from wid.spec.sqlexpr import Expr, Sql, call, column, constant, over
 
 SESSION_START, SESSION_END = Session.extent_columns
 _NEW = "_wid_new"
 
+Compare = Callable[[Expr, Expr], Expr]
 
-Compare = Callable[[Column, Column], Column]
 
-
-def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Column], Column]]:
-    """``(a >= prev + g, last -> last + g)`` for the attribute's type, exactly (module docstring)."""
+def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr], Expr]]:
+    """``(a >= prev + g, last -> last + g)`` for the attribute's type, exactly (module docstring),
+    as Columns or SQL text (the kind of the arguments)."""
     gap = exact(spec.gap)
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
         micros = gap * MICROS_PER_SECOND
         if micros.denominator != 1:
             raise WidError(f"SESSION gap on timestamp {spec.wattr!r} must be a whole number of microseconds, "
                            f"got {spec.gap!r} s")
-        g, kind = F.lit(int(micros)), "timestamp_ntz" if isinstance(dtype, TimestampNTZType) else "timestamp"
+        kind = "timestamp_ntz" if isinstance(dtype, TimestampNTZType) else "timestamp"
 
-        def x(c: Column) -> Column:
-            return F.unix_micros(c.cast("timestamp"))
+        def x(c: Expr) -> Expr:
+            return call("unix_micros", c.cast("timestamp"))
 
-        return (lambda a, prev: x(a) - x(prev) >= g), lambda last: F.timestamp_micros(x(last) + g).cast(kind)
+        return ((lambda a, prev: x(a) - x(prev) >= constant(int(micros), a)),
+                lambda last: call("timestamp_micros", x(last) + constant(int(micros), last)).cast(kind))
     if isinstance(dtype, IntegralType):
-        steps = F.lit(math.ceil(gap))
-        return (lambda a, prev: a.cast("long") - prev.cast("long") >= steps), lambda last: last + F.lit(spec.gap)
+        steps = math.ceil(gap)
+        return ((lambda a, prev: a.cast("long") - prev.cast("long") >= constant(steps, a)),
+                lambda last: last + constant(spec.gap, last))
     if isinstance(dtype, DecimalType):
-        d = F.lit(Decimal(repr(spec.gap)) if isinstance(spec.gap, float) else Decimal(spec.gap))
-        return (lambda a, prev: a - prev >= d), lambda last: last + d
-    g = F.lit(float(gap))
+        d = Decimal(repr(spec.gap)) if isinstance(spec.gap, float) else Decimal(spec.gap)
+        return (lambda a, prev: a - prev >= constant(d, a)), lambda last: last + constant(d, last)
+    g = float(gap)
 
-    def opens(a: Column, prev: Column) -> Column:
+    def opens(a: Expr, prev: Expr) -> Expr:
         a, prev = a.cast("double"), prev.cast("double")
         s = a - prev
         bb = s - a
         e = (a - (s - bb)) + (-prev - bb)  # TwoSum: a - prev = s + e exactly
-        return (s > g) | ((s == g) & (e >= 0))
+        return (s > constant(g, s)) | ((s >= constant(g, s)) & (e >= constant(0, e)))
 
-    return opens, lambda last: last.cast("double") + g
+    return opens, lambda last: last.cast("double") + constant(g, last)
+
+
+def _steps(df: DataFrame, spec: Session, named: Named) -> list[Step]:
+    """The steps of :func:`session_bucket`, as Columns or SQL text (``named``)."""
+    dtype = attribute_type(df, spec.wattr)
+    for name in spec.keys:
+        attribute_type(df, name)
+    a = named(spec.wattr)
+    x, _ = numeric_value(a, dtype, spec.wattr)
+    opens, _ = _arithmetic(dtype, spec)
+    previous = over(call("lag", a), spec.keys, [WID_X])
+    new = (call("isnull", previous) | opens(a, previous)).cast("int")
+    # the default frame takes a tuple's peers (equal x, one session) whichever order they sort in
+    sid = (over(call("sum", named(_NEW)), spec.keys, [WID_X]) - 1).cast("long")
+    return [Add([(WID_X, checked(x, dtype, spec.wattr))]), Add([(_NEW, new)]), Add([(WID_LO, sid)]),
+            Add([(WID_HI, named(WID_LO)), *_extents(dtype, spec, named)])]
+
+
+def _extents(dtype: DataType, spec: Session, named: Named) -> Stage:
+    a = named(spec.wattr)
+    _, end = _arithmetic(dtype, spec)
+    session = (*spec.keys, WID_LO)
+    return [(SESSION_START, over(call("min", a), session)), (SESSION_END, end(over(call("max", a), session)))]
 
 
 def session_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """``df`` plus ``wid_x``, ``wid_lo = wid_hi`` = the tuple's session id within its key (``spec.keys``),
     ``session_start`` and ``session_end``."""
-    dtype = attribute_type(df, spec.wattr)
-    for name in spec.keys:
-        attribute_type(df, name)
-    x, _ = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
-    tagged = df.withColumn(WID_X, checked(x, dtype, spec.wattr))
-    a = F.col(spec.wattr)
-    opens, _ = _arithmetic(dtype, spec)
-    order = Window.partitionBy(*spec.keys).orderBy(WID_X)  # ties: the same session (g > 0)
-    previous = F.lag(a).over(order)
-    tagged = tagged.withColumn(_NEW, F.when(previous.isNull() | opens(a, previous), 1).otherwise(0))
-    sid = (F.sum(_NEW).over(order.rowsBetween(Window.unboundedPreceding, Window.currentRow)) - 1).cast("long")
-    return with_extents(tagged.withColumn(WID_LO, sid).withColumn(WID_HI, F.col(WID_LO)).drop(_NEW), spec)
+    return staged(df, _steps(df, spec, column)).drop(_NEW)
+
+
+def session_bucket_sql(source: str, df: DataFrame, spec: Session) -> str:
+    """:func:`session_bucket` as a Spark SQL query over ``source`` (SQL text of a relation with
+    ``df``'s columns): the same steps, rendered as SQL (``_wid_new`` stays)."""
+    return f"SELECT * FROM {staged(source, _steps(df, spec, Sql.column))}"
 
 
 def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     """``tagged`` (session ids in ``wid_lo``) plus each session's ``session_start`` (first ``a``)
     and ``session_end`` (last ``a + g``)."""
-    a = F.col(spec.wattr)
-    _, end = _arithmetic(attribute_type(tagged, spec.wattr), spec)
-    session = Window.partitionBy(*spec.keys, WID_LO)
-    return tagged.withColumn(SESSION_START, F.min(a).over(session)).withColumn(SESSION_END, end(F.max(a).over(session)))
+    return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column))])

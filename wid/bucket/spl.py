@@ -15,6 +15,10 @@ insertion and its eviction. Tagging each tuple with that range lets the window-a
 
 One rule for delta policies: the compiled paths need every delta attribute non-decreasing
 in arrival order within each partition, checked on the data (one Spark job).
+
+The ``columns`` path is the only one whatever the data (no delta policy, no partition
+eviction) and the only one in SQL: its steps (:mod:`wid.bucket.steps`) render as Spark SQL
+text for :func:`wid.to_sql` (:func:`operational_bucket_sql`).
 """
 
 from __future__ import annotations
@@ -26,27 +30,41 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from wid.bucket.clock import T, T0, TEND, clocked
-from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked, numeric_value
+from wid.bucket.clock import T, T0, TEND, clock_steps, clocked
+from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value
 from wid.bucket.positions import non_decreasing
-from wid.bucket.spl_compile import POS, chain, columns
+from wid.bucket.spl_compile import POS, chain, column_steps, columns
 from wid.bucket.spl_scan import scan
+from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.numbers import scaled
 from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, SplWindow, Time
+from wid.spec.sqlexpr import Expr, Sql, call, constant
 
 Path = Literal["columns", "chain", "scan"]
 _DELTA = "_wid_d_"
 _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 
 
+def _checked(df: DataFrame, spec: SplWindow) -> None:
+    """A clear error for a missing ``row_num`` or partition column, or a marker that is not boolean."""
+    attribute_type(df, "row_num")
+    for name in spec.partition_by:
+        attribute_type(df, name)
+    for policy in spec.policies:
+        if isinstance(policy, Punct) and not isinstance(attribute_type(df, policy.marker), BooleanType):
+            raise WidError(f"punct() marker column {policy.marker!r} must be boolean (true = a punctuation)")
+
+
+def _clocked(spec: SplWindow) -> bool:
+    return any(isinstance(p, Time) for p in spec.policies) or isinstance(spec.partition_eviction, PartitionAge)
+
+
 def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
     """Checked inputs and the spec on them: each delta attribute as a number ``_wid_d_<attr>``
     (timestamps in microseconds, the delta scaled alike), the punctuation marker a boolean,
     and for time policies the arrival clock (:func:`wid.bucket.clock.clocked`) over the tuples."""
-    attribute_type(df, "row_num")
-    for name in spec.partition_by:
-        attribute_type(df, name)
+    _checked(df, spec)
     for role, policy in zip(("eviction", "trigger"), spec.policies):
         if isinstance(policy, Delta):
             dtype = attribute_type(df, policy.attr)
@@ -54,31 +72,53 @@ def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
             hidden = _DELTA + policy.attr
             df = df.withColumn(hidden, checked(value, dtype, policy.attr))
             spec = replace(spec, **{role: Delta(hidden, scaled(policy.delta, factor))})
-        if isinstance(policy, Punct) and not isinstance(attribute_type(df, policy.marker), BooleanType):
-            raise WidError(f"punct() marker column {policy.marker!r} must be boolean (true = a punctuation)")
-    if any(isinstance(p, Time) for p in spec.policies) or isinstance(spec.partition_eviction, PartitionAge):
+    if _clocked(spec):
         df = clocked(df, ARRIVAL_TS, _tuple_rows(spec))
     return df, spec
 
 
-def _tuple_rows(spec: SplWindow):
+def _tuple_rows(spec: SplWindow, named: Named = column) -> Expr | None:
     """The condition of a tuple row (not a punctuation), or None when every row is a tuple."""
     marker = next((p.marker for p in spec.policies if isinstance(p, Punct)), None)
-    return None if marker is None else ~F.coalesce(F.col(marker), F.lit(False))
+    return None if marker is None else ~call("coalesce", named(marker), constant(False, named(marker)))
+
+
+def _kept(spec: SplWindow, named: Named = column) -> list[Step]:
+    """The filters after tagging: tuple rows (not punctuations) in some window."""
+    rows = _tuple_rows(spec, named)
+    return [*([] if rows is None else [Keep(rows)]), Keep(named(WID_LO) <= named(WID_HI))]
+
+
+def compiles(spec: SplWindow) -> bool:
+    """Whether ``spec`` takes the ``columns`` path on any data (no delta policy, no partition
+    eviction): the SPL windows :func:`wid.to_sql` compiles."""
+    return spec.partition_eviction is None and not any(isinstance(p, Delta) for p in spec.policies)
+
+
+def sql_refusal(spec: SplWindow) -> str | None:
+    """Why :func:`wid.to_sql` refuses ``spec`` (off the ``columns`` path), or None."""
+    if compiles(spec):
+        return None
+    return ("SPL windows with a delta policy or partition eviction are not compiled to SQL: their tuples are "
+            "tagged in Python (a binary search per partition or an event-by-event scan, chosen on the data); use "
+            "a temporary view instead (wid.create_view, or CREATE TEMP VIEW v AS <query> through wid.run_sql / "
+            "wid sql)")
 
 
 def path(df: DataFrame, spec: SplWindow) -> Path:
     """How ``spec`` tags ``df`` (see the module docstring)."""
+    if compiles(spec):
+        return "columns"
     if spec.partition_eviction is not None:
         return "scan"
     deltas = {p.attr for p in spec.policies if isinstance(p, Delta)}
     rows = _tuple_rows(spec)
     tuples = df if rows is None else df.where(rows)
-    if deltas and not all(non_decreasing(tuples, attr, spec.partition_by) for attr in deltas):
+    if not all(non_decreasing(tuples, attr, spec.partition_by) for attr in deltas):
         return "scan"
     if spec.sliding and isinstance(spec.eviction, Delta) and isinstance(spec.trigger, Time):
         return "scan"
-    return "chain" if deltas else "columns"
+    return "chain"
 
 
 def compiled(df: DataFrame, spec: SplWindow) -> bool:
@@ -91,8 +131,19 @@ def operational_bucket(df: DataFrame, spec: SplWindow, how: Path | None = None) 
     them; punctuation rows and tuples in no window are gone. ``how`` forces a path (for
     benchmarks and tests; ``columns`` and ``chain`` are exact only where :func:`path` picks them)."""
     prepared, spec = _prepared(df, spec)
-    tagged = _PATHS[how or path(prepared, spec)](prepared, spec)
-    rows = _tuple_rows(spec)
-    tagged = tagged if rows is None else tagged.where(rows)
+    tagged = staged(_PATHS[how or path(prepared, spec)](prepared, spec), _kept(spec))
     hidden = [c for c in tagged.columns if c.startswith(_DELTA)]
-    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(POS, T0, TEND, T, *hidden)
+    return tagged.drop(POS, T0, TEND, T, *hidden)
+
+
+def operational_bucket_sql(source: str, df: DataFrame, spec: SplWindow) -> str:
+    """:func:`operational_bucket` on the ``columns`` path as Spark SQL over ``source`` (SQL text of a
+    relation with ``df``'s columns): the same steps as SQL. The other paths run Python (a pandas
+    UDF, a scan) and refuse."""
+    refusal = sql_refusal(spec)
+    if refusal:
+        raise WidError(refusal)
+    _checked(df, spec)
+    named = Sql.column
+    clock = clock_steps(df, ARRIVAL_TS, _tuple_rows(spec, named), named) if _clocked(spec) else []
+    return f"SELECT * FROM {staged(source, [*clock, *column_steps(df, spec, named), *_kept(spec, named)])}"

@@ -28,85 +28,91 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, ticks, time_scale
-from wid.bucket.columns import WID_HI, WID_LO, position
+from wid.bucket.columns import WID_HI, WID_LO, Named, column, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
+from wid.bucket.steps import Add, Step, staged
 from wid.spec.numbers import floor_div, scaled
 from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time
+from wid.spec.sqlexpr import Expr, call, constant, equal, expression, over, quote, when
 
 POS, _N = "_wid_pos", "_wid_n"
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _uses(spec: SplWindow, kind: type) -> bool:
     return any(isinstance(p, kind) for p in spec.policies)
 
 
-def _last_within(order: str, offset: float, partition: tuple[str, ...]) -> Column:
+def _last_within(order: str, offset: float, partition: tuple[str, ...], like: Expr) -> Expr:
     """``max(pos)`` over the tuples of the partition with ``order`` in ``[own, own + offset]``."""
-    key = _quoted(order) if isinstance(offset, int) else f"CAST({_quoted(order)} AS DOUBLE)"
+    key = quote(order) if isinstance(offset, int) else f"CAST({quote(order)} AS DOUBLE)"
     bound = str(offset) if isinstance(offset, int) else f"CAST({offset!r} AS DOUBLE)"
-    over = f"PARTITION BY {', '.join(map(_quoted, partition))} " if partition else ""
-    return F.expr(f"max({POS}) OVER ({over}ORDER BY {key} RANGE BETWEEN CURRENT ROW AND {bound} FOLLOWING)")
+    over_ = f"PARTITION BY {', '.join(map(quote, partition))} " if partition else ""
+    return expression(f"max({POS}) OVER ({over_}ORDER BY {key} RANGE BETWEEN CURRENT ROW AND {bound} FOLLOWING)",
+                      like)
 
 
-def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
-    """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions)."""
+def column_steps(df: DataFrame, spec: SplWindow, named: Named = column) -> list[Step]:
+    """The steps tagging ``df`` (with the clock of :func:`wid.bucket.clock.clock_steps` for time
+    policies) by the closed forms of the module docstring: Columns, or SQL text with
+    ``named = Sql.column``."""
     part = spec.partition_by
     scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
+    row = named("row_num")
+    one = constant(1, row)
     if not spec.sliding and isinstance(spec.eviction, Punct):
-        marker = F.coalesce(F.col(spec.eviction.marker), F.lit(False)).cast("long")
-        seen = F.sum(marker).over(Window.orderBy("row_num").rowsBetween(Window.unboundedPreceding, 0))
-        total = F.sum(marker).over(Window.partitionBy())  # the window after the last one is incomplete
-        wid = F.col(WID_LO)
-        tagged = df.withColumn(WID_LO, seen).withColumn(_N, total)
-        hi = wid if spec.incomplete else F.when(wid < F.col(_N), wid).otherwise(wid - 1)
-        return tagged.withColumn(WID_HI, hi).drop(_N)
-    df = df.withColumn(POS, position(Window.partitionBy(*part).orderBy("row_num"), F.col("row_num"), "row_num"))
-    since_t0 = F.col(T) - F.col(T0)
+        marker = call("coalesce", named(spec.eviction.marker), constant(False, row)).cast("long")
+        seen = over(call("sum", marker), order=["row_num"], rows=True)
+        total = over(call("sum", marker))  # the window after the last one is incomplete
+        wid = named(WID_LO)
+        hi = wid if spec.incomplete else when(wid < named(_N), wid, wid - 1)
+        return [Add([(WID_LO, seen), (_N, total)]), Add([(WID_HI, hi)])]
+    steps: list[Step] = [Add([(POS, position(part, ["row_num"], "row_num", named))])]
+    pos, t0 = named(POS), named(T0)
+    since_t0 = named(T) - t0
     if not spec.sliding:
         if isinstance(spec.eviction, Count):
             n = spec.eviction.n
-            wid = floor_div(F.col(POS), n)
-            closed = (wid + 1) * n <= F.count(F.lit(1)).over(Window.partitionBy(*part))
+            wid = floor_div(pos, n)
+            closed = (wid + 1) * n <= over(call("count", one), part)
         else:
             p = scaled(spec.eviction.period, scale)
             wid = ticks(since_t0, p)
-            closed = wid < ticks(F.col(TEND) - F.col(T0), p)
-        hi = wid if spec.incomplete else F.when(closed, wid).otherwise(wid - 1)
-        return df.withColumn(WID_LO, wid).withColumn(WID_HI, hi)
+            closed = wid < ticks(named(TEND) - t0, p)
+        hi = wid if spec.incomplete else when(closed, wid, wid - 1)
+        return [*steps, Add([(WID_LO, wid), (WID_HI, hi)])]
     eviction, trigger = spec.eviction, spec.trigger
     if isinstance(trigger, Count):
         m = trigger.n
         if isinstance(eviction, Count):
-            size = F.count(F.lit(1)).over(Window.partitionBy(*part))
-            last = F.least(F.col(POS) + (eviction.n - 1), size - 1)
+            last = call("least", pos + (eviction.n - 1), over(call("count", one), part) - 1)
         else:
-            last = _last_within(T, scaled(eviction.period, scale), part)
-        lo = floor_div(F.col(POS), m)
+            last = _last_within(T, scaled(eviction.period, scale), part, row)
+        lo = floor_div(pos, m)
         if not spec.partial:
-            lo = F.greatest(lo, F.lit(-(-eviction.n // m) - 1))
-        return df.withColumn(WID_LO, lo).withColumn(WID_HI, floor_div(last + 1, m) - 1)
+            lo = call("greatest", lo, constant(-(-eviction.n // m) - 1, row))
+        return [*steps, Add([(WID_LO, lo), (WID_HI, floor_div(last + 1, m) - 1)])]
     q = scaled(trigger.period, scale)
-    last_tick = ticks(F.col(TEND) - F.col(T0), q) - 1
+    last_tick = ticks(named(TEND) - t0, q) - 1
     lo = ticks(since_t0, q)
     if isinstance(eviction, Count):
-        evicted_at = F.lead(T, eviction.n).over(Window.partitionBy(*part).orderBy(POS))
-        hi = F.coalesce(ticks(evicted_at - F.col(T0), q) - 1, last_tick)
+        evicted_at = over(call("lead", named(T), eviction.n), part, [POS])
+        hi = call("coalesce", ticks(evicted_at - t0, q) - 1, last_tick)
         if not spec.partial:
-            full_at = F.min(F.when(F.col(POS) == eviction.n - 1, F.col(T))).over(Window.partitionBy(*part))
-            lo = F.greatest(lo, ticks(full_at - F.col(T0), q))
-            hi = F.when(full_at.isNotNull(), hi).otherwise(lo - 1)
+            full_at = over(call("min", when(equal(pos, eviction.n - 1), named(T))), part)
+            lo = call("greatest", lo, ticks(full_at - t0, q))
+            hi = when(call("isnotnull", full_at), hi, lo - 1)
     else:
         p = scaled(eviction.period, scale)
-        hi = F.least(ticks(since_t0 + F.lit(p), q) - 1, last_tick)
-    return df.withColumn(WID_LO, lo).withColumn(WID_HI, hi)
+        hi = call("least", ticks(since_t0 + constant(p, row), q) - 1, last_tick)
+    return [*steps, Add([(WID_LO, lo), (WID_HI, hi)])]
+
+
+def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions)."""
+    return staged(df, column_steps(df, spec)).drop(_N)
 
 
 def chain(df: DataFrame, spec: SplWindow) -> DataFrame:

@@ -12,6 +12,7 @@ from pyspark.sql import Column, DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import Number, exact, positive, whole
+from wid.spec.sqlexpr import column_name
 from wid.spec.windows import WindowSpec
 
 
@@ -132,7 +133,7 @@ class Session(WindowSpec):
 
     def grouped(self, keys: tuple[str, ...]) -> Session:
         """The sessions of a query grouped by the columns ``keys`` (sessions are per key)."""
-        return replace(self, keys=tuple(dict.fromkeys((*self.partition, *keys))))
+        return replace(self, keys=tuple(dict.fromkeys((*self.partition, *map(column_name, keys)))))
 
     def closed(self, bound: Column) -> Column:
         """The bound itself (in ``x`` units): it closes the sessions with ``last + g <= bound``."""
@@ -147,6 +148,12 @@ class Session(WindowSpec):
         from wid.bucket.session import session_bucket
 
         return session_bucket(df, self)
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        """The same window functions as SQL (:func:`wid.bucket.session.session_bucket_sql`)."""
+        from wid.bucket.session import session_bucket_sql
+
+        return session_bucket_sql(source, df, self)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""

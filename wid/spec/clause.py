@@ -15,13 +15,14 @@ import re
 
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
+from wid.spec.sqlexpr import column_name
 from wid.spec.spl import is_spl, parse_spl
 from wid.spec.aware import Session, SlideByRank, SlideByRows, SlideByTuple
 from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding, WindowSpec
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
-_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`[^`]+`|[^\W\d][\w.]*|\(|\)|\S)")
+_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|[^\W\d][\w.]*|\(|\)|\S)")
 _KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION")
 
 
@@ -88,8 +89,8 @@ def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str |
     words = params.get(keyword)
     if words is None:
         return None
-    if len(words) == 1 and re.fullmatch(r"[^\W\d]\w*|`[^`]+`", words[0]):
-        return words[0].strip("`")
+    if len(words) == 1 and re.fullmatch(r"[^\W\d]\w*|`(?:[^`]|``)+`", words[0]):
+        return column_name(words[0])
     if keyword == "SATTR" and len(words) == 4 and words[0].lower() == "rank" and words[1] == "(" and words[3] == ")":
         return f"rank({words[2]})"
     raise WidError(f"{keyword} needs a column name, got {' '.join(words) or 'nothing'} in [{clause}]")

@@ -181,15 +181,30 @@ class Discretization(Operational):
         if not self.triggers:
             raise WidError("a discretization needs at least one trigger policy")
 
-    @property
-    def partition(self) -> tuple[str, ...]:
-        return self.per_group
-
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""
         from wid.bucket.flink import flink_bucket
 
         return flink_bucket(df, self)
+
+    @property
+    def sql_refusal(self) -> str | None:
+        """Off the ``columns`` path the items are tagged in Python."""
+        if self.path == "columns":
+            return None
+        return (f"this Flink discretization takes the {self.path} path, not compiled to SQL: its items are tagged "
+                "in Python (trigger and eviction positions per buffer, or an event-by-event scan); use a temporary "
+                "view instead (wid.query(spark, text, window).createOrReplaceTempView(name))")
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        """The ``columns`` path as SQL; the other paths refuse (:func:`wid.bucket.flink.flink_bucket_sql`)."""
+        from wid.bucket.flink import flink_bucket_sql
+
+        return flink_bucket_sql(source, df, self)
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        return self.per_group
 
     @property
     def timed(self) -> bool:

@@ -167,6 +167,20 @@ class SplWindow(Operational):
 
         return operational_bucket(df, self)
 
+    @property
+    def sql_refusal(self) -> str | None:
+        """Delta policies and partition eviction (:func:`wid.bucket.spl.sql_refusal`)."""
+        from wid.bucket.spl import sql_refusal
+
+        return sql_refusal(self)
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        """The ``columns`` path as SQL; delta policies and partition eviction refuse
+        (:func:`wid.bucket.spl.operational_bucket_sql`)."""
+        from wid.bucket.spl import operational_bucket_sql
+
+        return operational_bucket_sql(source, df, self)
+
     def _check_partitioning(self) -> None:
         if self.partition_eviction is not None and not self.partition_by:
             raise WidError("a partition eviction policy needs a partitioned window (partitioned BY col)")

@@ -2,30 +2,36 @@
 as a Spark ``Column`` and as SQL text.
 
 A formula written with ``+ - * /``, :meth:`Sql.cast` and :func:`call` over a :class:`Sql`
-operand yields SQL text; over a ``Column`` it yields the ``Column``. Numbers become SQL literals
-of the types ``F.lit`` gives them (int: INT or BIGINT, float: DOUBLE, Decimal: DECIMAL)::
+operand yields SQL text; over a ``Column`` it yields the ``Column``; so do the comparisons
+``>= > <= <``, ``& | ~``, :func:`when` and :func:`over` (a window function). Numbers become SQL
+literals of the types ``F.lit`` gives them (int: INT or BIGINT, float: DOUBLE, Decimal: DECIMAL)::
 
     >>> (Sql.column("ts") + 1) * 60
     Sql(text='((`ts` + 1) * 60)')
     >>> call("pmod", Sql.column("x"), 0.25).cast("long")
     Sql(text="CAST(pmod(`x`, CAST('0.25' AS DOUBLE)) AS BIGINT)")
+    >>> over(call("lag", Sql.column("a")), ["k"], ["t"])
+    Sql(text='lag(`a`) OVER (PARTITION BY `k` ORDER BY `t`)')
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partialmethod
 from decimal import Decimal
 from typing import Any
 
-from pyspark.sql import Column
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
 from wid.errors import WidError
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: One part of a table or view name as SQL writes it: plain (ASCII letters, digits, _) or back-quoted.
+NAME_PART = r"(?:`(?:[^`]|``)+`|[A-Za-z0-9_]+)"
+_PART = re.compile(rf"\s*({NAME_PART})\s*")
 _TYPES = {"long": "BIGINT", "int": "INT", "double": "DOUBLE", "string": "STRING", "timestamp": "TIMESTAMP",
           "date": "DATE", "boolean": "BOOLEAN"}
 
@@ -35,13 +41,37 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def name_parts(name: str) -> list[str]:
+    """The parts of a dotted table or view name as SQL writes it (``t``, ``db.t``,
+    ``db.`my table```, a back quote inside a quoted part doubled), unquoted; anything else is a
+    :class:`WidError`."""
+    parts, pos = [], 0
+    while (match := _PART.match(name, pos)) is not None:
+        part = match.group(1)
+        parts.append(part[1:-1].replace("``", "`") if part.startswith("`") else part)
+        pos = match.end()
+        if pos == len(name) and len(parts) <= 3:
+            return parts
+        if not name.startswith(".", pos):
+            break
+        pos += 1
+    raise WidError(f"not a valid table or view name: {name!r} (up to 3 dotted parts, each letters, digits "
+                   "and _ or `back-quoted`)")
+
+
+def column_name(text: str) -> str:
+    """The column that ``text`` names when it is one plain or back-quoted identifier (``k``,
+    ```my key```), unquoted; otherwise ``text`` itself (an expression)."""
+    try:
+        parts = name_parts(text)
+    except WidError:
+        return text
+    return parts[0] if len(parts) == 1 else text
+
+
 def qualified(name: str) -> str:
-    """A dotted table or view name (``db.t``, ``t``), each part a plain identifier, back-quoted;
-    anything else is a :class:`WidError`."""
-    parts = name.split(".")
-    if not 1 <= len(parts) <= 3 or not all(_NAME.fullmatch(p) for p in parts):
-        raise WidError(f"not a valid table or view name: {name!r} (letters, digits and _, dotted parts)")
-    return ".".join(quote(p) for p in parts)
+    """A dotted table or view name (:func:`name_parts`) with each part back-quoted."""
+    return ".".join(quote(p) for p in name_parts(name))
 
 
 def literal(value: Any) -> str:
@@ -91,9 +121,18 @@ class Sql:
     __mul__ = partialmethod(_op, "*")
     __rmul__ = partialmethod(_op, "*", reverse=True)
     __truediv__ = partialmethod(_op, "/")
+    __ge__ = partialmethod(_op, ">=")
+    __gt__ = partialmethod(_op, ">")
+    __le__ = partialmethod(_op, "<=")
+    __lt__ = partialmethod(_op, "<")
+    __and__ = partialmethod(_op, "AND")
+    __or__ = partialmethod(_op, "OR")
 
     def __neg__(self) -> Sql:
         return Sql(f"(- {self.text})")
+
+    def __invert__(self) -> Sql:
+        return Sql(f"(NOT {self.text})")
 
     def cast(self, dtype: DataType | str) -> Sql:
         return Sql(f"CAST({self.text} AS {type_name(dtype)})")
@@ -110,11 +149,17 @@ class Sql:
 Expr = Column | Sql
 
 
-def call(name: str, *args: Any) -> Any:
-    """Spark SQL function ``name`` applied to ``args``: SQL text when an argument is :class:`Sql`,
-    else the ``pyspark.sql.functions`` Column function of that name (or the SQL function of that
-    name, when pyspark has none, such as ``div``)."""
-    if any(isinstance(a, Sql) for a in args):
+def column(name: str) -> Column:
+    """The column ``name`` (any characters: spaces, back quotes, dots)."""
+    return F.col(quote(name))
+
+
+def call(name: str, *args: Any, like: Expr | None = None) -> Any:
+    """Spark SQL function ``name`` applied to ``args``: SQL text when an argument (or ``like``, for
+    a function of constants such as ``row_number()``) is :class:`Sql`, else the
+    ``pyspark.sql.functions`` Column function of that name (or the SQL function of that name,
+    when pyspark has none, such as ``div``)."""
+    if any(isinstance(a, Sql) for a in (*args, like)):
         return Sql(f"{name}({', '.join(literal(a) for a in args)})")
     if hasattr(F, name):
         return getattr(F, name)(*args)
@@ -126,3 +171,41 @@ def null_like(value: Any) -> Any:
     if isinstance(value, Sql):
         return Sql(f"IF(false, {value.text}, NULL)")
     return F.when(F.lit(False), value)
+
+
+def constant(value: Any, like: Expr) -> Expr:
+    """``value`` as a literal of ``like``'s kind: SQL text, or ``F.lit``."""
+    return Sql(literal(value)) if isinstance(like, Sql) else F.lit(value)
+
+
+def when(condition: Expr, then: Any, otherwise: Any = None) -> Expr:
+    """``CASE WHEN condition THEN then ELSE otherwise END`` (NULL when ``otherwise`` is None)."""
+    if isinstance(condition, Sql):
+        rest = "" if otherwise is None else f" ELSE {literal(otherwise)}"
+        return Sql(f"CASE WHEN {condition.text} THEN {literal(then)}{rest} END")
+    case = F.when(condition, then)
+    return case if otherwise is None else case.otherwise(otherwise)
+
+
+def equal(a: Expr, b: Any) -> Expr:
+    """``a = b`` (NULL when either is NULL)."""
+    return a._op("=", b) if isinstance(a, Sql) else a == b
+
+
+def expression(text: str, like: Expr) -> Expr:
+    """Spark SQL expression ``text`` as ``like``'s kind: SQL text, or ``F.expr``."""
+    return Sql(text) if isinstance(like, Sql) else F.expr(text)
+
+
+def over(expr: Expr, partition: Sequence[str] = (), order: Sequence[str] = (), rows: bool = False) -> Expr:
+    """Window function ``expr`` over the columns ``partition``, ordered by the columns ``order``
+    (ascending); the frame is Spark's default (with an order: up to the current row and its
+    peers), or with ``rows`` the rows up to the current one."""
+    if isinstance(expr, Sql):
+        parts = [f"PARTITION BY {', '.join(map(quote, partition))}"] if partition else []
+        parts += [f"ORDER BY {', '.join(map(quote, order))}"] if order else []
+        parts += ["ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"] if rows else []
+        return Sql(f"{expr.text} OVER ({' '.join(parts)})")
+    window = Window.partitionBy(*map(column, partition))
+    window = window.orderBy(*map(column, order)) if order else window
+    return expr.over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow) if rows else window)

@@ -101,10 +101,13 @@ class WindowSpec(ABC):
     def bucket_sql(self, source: str, df: DataFrame) -> str:
         """:meth:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
         columns), for :func:`wid.to_sql`; kinds without a SQL form refuse, naming the alternative."""
-        raise WidError(f"{type(self).__name__} windows (SPL and Flink clauses, sessions) are not compiled to "
-                       "SQL (their tagging takes paths chosen on the data, Python scans among them): use a "
-                       "temporary view instead (wid.create_view, or CREATE TEMP VIEW v AS <query> through "
-                       "wid.run_sql / wid sql)")
+        raise WidError(f"{type(self).__name__} windows are not compiled to SQL: use a temporary view instead "
+                       "(wid.create_view, or CREATE TEMP VIEW v AS <query> through wid.run_sql / wid sql)")
+
+    @property
+    def sql_refusal(self) -> str | None:
+        """Why :func:`wid.to_sql` refuses this kind (its tagging runs Python), or None: it compiles."""
+        return None
 
     def where_sql(self, tagged: str, condition: str) -> str:
         """:meth:`where` as SQL over the query ``tagged``."""
