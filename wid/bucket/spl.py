@@ -26,11 +26,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from wid.bucket.clock import T, T0, TEND, clocked
+from wid.bucket.clock import T, T0, TEND, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, attribute_type, checked, numeric_value
-from wid.bucket.positions import non_decreasing
+from wid.bucket.positions import firings, non_decreasing
 from wid.bucket.spl_compile import POS, chain, columns
-from wid.bucket.spl_scan import scan
+from wid.bucket.spl_scan import Scanner, scan
 from wid.errors import WidError
 from wid.spec.numbers import scaled
 from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, SplWindow, Time
@@ -96,3 +96,19 @@ def operational_bucket(df: DataFrame, spec: SplWindow, how: Path | None = None) 
     tagged = tagged if rows is None else tagged.where(rows)
     hidden = [c for c in tagged.columns if c.startswith(_DELTA)]
     return tagged.where(F.col(WID_LO) <= F.col(WID_HI)).drop(POS, T0, TEND, T, *hidden)
+
+
+def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """Per window (``spec.partition_by``, ``wid``) its ``emit_row``: the row_num of the tuple or
+    punctuation whose arrival fired it, for a time tick the first row arriving at or after it
+    (processed just before that row); NULL: the end of the stream. The :class:`Scanner` over the
+    whole stream, whatever path tags it (the paths agree on the windows)."""
+    prepared, spec = _prepared(df, spec)
+    scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
+
+    def fire(pdf):
+        scanner = Scanner(spec, pdf, scale)
+        scanner.run()
+        return scanner.fired
+
+    return firings(prepared, spec.partition_by, fire)

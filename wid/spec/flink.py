@@ -191,6 +191,13 @@ class Discretization(Operational):
 
         return flink_bucket(df, self)
 
+    def replay(self, compiled, punctuation, allowed_lateness=0) -> tuple[DataFrame, DataFrame]:
+        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
+        from wid.bucket.flink import fired
+        from wid.stream.operational_replay import replay
+
+        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
+
     @property
     def timed(self) -> bool:
         return any(isinstance(p, (TimeTrigger, TimeEviction)) for p in self.triggers + self.evictions)

@@ -167,6 +167,13 @@ class SplWindow(Operational):
 
         return operational_bucket(df, self)
 
+    def replay(self, compiled, punctuation, allowed_lateness=0) -> tuple[DataFrame, DataFrame]:
+        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
+        from wid.bucket.spl import fired
+        from wid.stream.operational_replay import replay
+
+        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
+
     def _check_partitioning(self) -> None:
         if self.partition_eviction is not None and not self.partition_by:
             raise WidError("a partition eviction policy needs a partitioned window (partitioned BY col)")
