@@ -59,7 +59,8 @@ def expected(windows, fired, keyed=False) -> set[tuple]:
     ("tumbling, time(1)", [{"row_num": i, "arrival_ts": x} for i, x in enumerate([0, 0.5, 1, 3.2, 3.9], 1)],
      {(0, (1, 2), 3), (1, (3,), 4), (3, (4, 5), None)}),
     # punctuation rows 3 and 5 flush; 7 at the end
-    ("tumbling, punct()", [{"row_num": i, "punct": m} for i, m in enumerate([False, False, True, False, True, True, False], 1)],
+    ("tumbling, punct()",
+     [{"row_num": i, "punct": m} for i, m in enumerate([False, False, True, False, True, True, False], 1)],
      {(0, (1, 2), 3), (1, (4,), 5), (3, (7,), None)}),
 ])
 def test_spl_worked_examples(spark, clause, rows, windows):

@@ -10,7 +10,6 @@ from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
 
-from wid.errors import WidError
 from wid.spec.numbers import Number, clause_number, exact, places, positive, times, whole
 from wid.spec.windows import WindowSpec
 

@@ -45,7 +45,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import number
+from wid.spec.numbers import Number, number
 from wid.spec.windows import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -167,7 +167,7 @@ class SplWindow(Operational):
 
         return operational_bucket(df, self)
 
-    def replay(self, compiled, punctuation, allowed_lateness=0) -> tuple[DataFrame, DataFrame]:
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
         from wid.bucket.spl import fired
         from wid.stream.operational_replay import replay

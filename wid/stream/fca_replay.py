@@ -98,8 +98,9 @@ def _lag(tagged: DataFrame, spec, allowed_lateness: Number) -> Number:
     dtype = attribute_type(tagged, spec.rattr)
     lag = times(as_number(allowed_lateness, "allowed_lateness"), id_units(F.col(spec.rattr), dtype, spec)[1])
     if isinstance(dtype, (FloatType, DoubleType)) and Decimal(float(lag)) != lag:
-        raise WidError(f"allowed_lateness {allowed_lateness} is not a binary fraction, so w < bound - L on the double "
-                       f"{spec.rattr!r} cannot be decided exactly: give one such as 0.5, or CAST {spec.rattr} to a decimal")
+        raise WidError(f"allowed_lateness {allowed_lateness} is not a binary fraction, so w < bound - L on the "
+                       f"double {spec.rattr!r} cannot be decided exactly: give one such as 0.5, or CAST "
+                       f"{spec.rattr} to a decimal")
     return lag
 
 
