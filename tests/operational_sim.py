@@ -33,8 +33,10 @@ class Sub:
     last_time: float = 0.0
 
 
-def simulate(rows: list[Row], spec: SplWindow) -> list[tuple[tuple, int, list[Row]]]:
-    """``(partition key, wid, content)`` of every non-empty window, in emission order."""
+def simulate(rows: list[Row], spec: SplWindow, fired: dict | None = None) -> list[tuple[tuple, int, list[Row]]]:
+    """``(partition key, wid, content)`` of every non-empty window, in emission order; ``fired``
+    (when given) gets ``(partition key, wid) -> row_num`` of the row being processed when the
+    window fired (a tick fires while processing the first row at or after it; None: the end)."""
     rows = sorted(rows, key=lambda r: r["row_num"])
     marker = next((p.marker for p in spec.policies if isinstance(p, Punct)), None)
     tuples = [r for r in rows if not (marker and r.get(marker))]
@@ -46,12 +48,15 @@ def simulate(rows: list[Row], spec: SplWindow) -> list[tuple[tuple, int, list[Ro
     t0 = min(r["arrival_ts"] for r in tuples) if tuples and "arrival_ts" in tuples[0] else None
     ticks = 0
     puncts = 0
+    current = None  # the row_num being processed
 
     def emit(key: tuple, sub: Sub, wid: int) -> None:
         if isinstance(spec, Sliding) and not spec.partial and not sub.full:
             return
         if sub.content:
             windows.append((key, wid, list(sub.content)))
+            if fired is not None:
+                fired[(key, wid)] = current
 
     def expire(sub: Sub, now: float) -> None:
         sub.content = [u for u in sub.content if now - u["arrival_ts"] <= spec.eviction.period]
@@ -73,6 +78,7 @@ def simulate(rows: list[Row], spec: SplWindow) -> list[tuple[tuple, int, list[Ro
         numbering[key] = subs.pop(key).seq
 
     for order, row in enumerate(rows):
+        current = row["row_num"]
         if marker and row.get(marker):
             for key, sub in subs.items():
                 emit(key, sub, puncts)
@@ -131,6 +137,7 @@ def simulate(rows: list[Row], spec: SplWindow) -> list[tuple[tuple, int, list[Ro
             and sum(len(s.content) for s in subs.values()) > policy.count
         ):
             evict_partition(min(subs, key=lambda k: subs[k].last_insert))
+    current = None
     if isinstance(spec, Tumbling) and spec.incomplete:
         for key, sub in subs.items():
             wid = ticks if timed else puncts if marker else sub.seq
@@ -146,14 +153,15 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
     }
 
 
-def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]]:
+def simulate_flink(rows: list[Row], d: Any, fired: dict | None = None) -> list[tuple[tuple, int, list[Row]]]:
     """``(group key, wid, content)`` of every non-empty emission of a ``wid.spec.flink.Discretization``
     (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
     emission at the end). Each EP returns how many head items to delete and the buffer loses the
     largest (at most all): a count EP by its own counter (seed 001, C.1, Listing 16), a tumbling EP
     its own count of arrivals since the last trigger (C.5). Every group's buffer exists from the start and sees every tick of the
     active time TPs; a passive time TP keeps the thesis's ``startTime``: a real item at
-    ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``."""
+    ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``. ``fired`` as in
+    :func:`simulate`: the row whose arrival fired each emission (a tick: the first row at or after it)."""
     from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
                                 PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 
@@ -169,10 +177,14 @@ def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]
     })
     ticks = [tau for tau in ticks if tau <= rows[-1][d.ts]] if rows and d.timed else []
 
+    current = None  # the row_num being processed
+
     def emit(key: tuple) -> None:
         b = buffers[key]
         if b["items"]:
             windows.append((key, b["seq"], list(b["items"])))
+            if fired is not None:
+                fired[(key, b["seq"])] = current
         b["seq"] += 1
 
     def expire(b: dict, now: float) -> None:
@@ -186,6 +198,7 @@ def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]
 
     pending = list(ticks)
     for row in rows:
+        current = row["row_num"]
         while pending and pending[0] <= row[d.ts]:
             tau = pending.pop(0)
             for key in keys:
@@ -241,6 +254,7 @@ def simulate_flink(rows: list[Row], d: Any) -> list[tuple[tuple, int, list[Row]]
             elif isinstance(e, PunctuationEviction) and row.get(e.marker):
                 deletions.append(len(items))
         b["items"] = b["items"][max(deletions):] + [row]
+    current = None
     for key in keys:
         emit(key)
     return windows

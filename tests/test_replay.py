@@ -274,6 +274,10 @@ def test_bad_punctuations_are_named(spark, rows):
         wid.replay(spark, QUERY, punctuation=punctuate.embedded(spark.createDataFrame([(1, 2.0)], "row_num long, y double")))
 
 
-def test_replay_of_an_operational_window_is_refused_with_its_kind(spark, rows):
-    with pytest.raises(WidError, match="replay supports sliding, tumbling, landmark, session and slide-by-tuple windows"):
-        wid.replay(spark, "SELECT k, count(*) AS n FROM s [sliding, count(4), count(2) partitioned BY k]")
+def test_replay_of_an_operational_window_emits_what_the_operator_emits(spark, rows):
+    """SPL windows replay (tests/test_operational_replay.py): the query's rows, each with the
+    arrival that fired it, nothing late."""
+    q = "SELECT k, count(*) AS n FROM s [sliding, count(4), count(2) partitioned BY k] GROUP BY k"
+    rep = wid.replay(spark, q)
+    assert rep.late.count() == 0
+    assert sorted(rep.results.drop("emit_row", "revision").collect()) == sorted(wid.query(spark, q).collect())

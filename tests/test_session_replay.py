@@ -7,6 +7,7 @@ import random
 from collections import defaultdict
 from fractions import Fraction
 
+import pytest
 from oracle import seconds, sessions
 
 import wid
@@ -115,3 +116,120 @@ def test_without_late_tuples_replay_equals_the_query(spark):
     results, late = run(spark, rows, [], 4)
     exact = wid.query(spark, "SELECT k, count(*) AS n, sum(v) AS total FROM s [SESSION 4 WATTR x] GROUP BY k")
     assert late == set() and results == {(r.k, r.wid, r.n, r.total, None) for r in exact.collect()}
+
+
+def simulate_lateness(rows, puncts, gap: Fraction, lateness: Fraction):
+    """Allowed lateness by re-sessionizing the accepted tuples with the oracle at every event:
+    results ``(k, wid, revision, n, sum v, emit_row)`` (a retired id's last row: n 0, sum None),
+    late ``(row_num, wid)``. An emission is remembered by its tuples; a session (oracle run) is
+    closed while it equals its last emission, purged when also ``last + g + L <= B``; the runs a
+    new tuple joins keep the least id, the others retire; a closed-by-then run is emitted at once."""
+    events = sorted([(t["row_num"], 0, t) for t in rows] + [(p["row_num"], 1, p) for p in puncts],
+                    key=lambda e: e[:2])
+    keys = sorted({t["k"] for t in rows})
+    accepted, bound = defaultdict(list), {}
+    emitted = defaultdict(dict)  # k -> wid -> [row_nums of the last emission, revision, retired]
+    results, late = set(), set()
+
+    def runs(k, extra=()):
+        return [run for _, _, run in sessions(accepted[k] + list(extra), gap, "x")]
+
+    def end(run):
+        return seconds(run[-1]["x"]) + gap
+
+    def ids_in(k, run):
+        members = {u["row_num"] for u in run}
+        return sorted(w for w, (rs, _, retired) in emitted[k].items() if not retired and rs <= members)
+
+    def closed(k, run):
+        return any(rs == {u["row_num"] for u in run} for rs, _, retired in emitted[k].values() if not retired)
+
+    def emit(k, run, emit_row):
+        named = ids_in(k, run)
+        w = named[0] if named else len(emitted[k])
+        revision = emitted[k][w][1] + 1 if named else 0
+        emitted[k][w] = [{u["row_num"] for u in run}, revision, False]
+        results.add((k, w, revision, len(run), sum(u["v"] for u in run), emit_row))
+
+    for row_num, kind, e in events:
+        if kind == 1:
+            for k in keys if e["k"] is None else [e["k"]]:
+                bound[k] = max(bound.get(k, e["x"]), e["x"])
+                for run in sorted(runs(k), key=lambda r: seconds(r[0]["x"])):
+                    if not closed(k, run) and end(run) <= bound[k]:
+                        emit(k, run, row_num)
+            continue
+        k = e["k"]
+        joined = next(run for run in runs(k, [e]) if e in run)
+        before = [run for run in runs(k) if all(u in joined for u in run)]
+        b = bound.get(k)
+        if any(closed(k, run) and b is not None and end(run) + lateness <= b for run in before):
+            late.update((row_num, w) for run in before for w in ids_in(k, run))
+            continue
+        if not before and b is not None and seconds(e["x"]) + gap + lateness <= b:
+            late.add((row_num, None))
+            continue
+        accepted[k].append(e)
+        for w in ids_in(k, joined)[1:]:
+            emitted[k][w][1:] = [emitted[k][w][1] + 1, True]
+            results.add((k, w, emitted[k][w][1], 0, None, row_num))
+        if b is not None and end(joined) <= b:
+            emit(k, joined, row_num)
+    for k in keys:
+        for run in sorted(runs(k), key=lambda r: seconds(r[0]["x"])):
+            if not closed(k, run):
+                emit(k, run, None)
+    return results, late
+
+
+def lateness_run(spark, rows, puncts, gap, lateness):
+    spark.createDataFrame([(t["row_num"], t["k"], t["x"], t["v"]) for t in rows], SCHEMA).createOrReplaceTempView("s")
+    frame = spark.createDataFrame([(p["row_num"], p["k"], p["x"]) for p in puncts], "row_num long, k string, x double")
+    rep = wid.replay(spark, f"SELECT k, count(*) AS n, sum(v) AS total FROM s [SESSION {gap} WATTR x] GROUP BY k",
+                     punctuation=punctuate.embedded(frame), allowed_lateness=lateness)
+    results = {(r.k, r.wid, r.revision, r.n, r.total, r.emit_row) for r in rep.results.collect()}
+    return results, {(r.row_num, r.wid) for r in rep.late.collect()}
+
+
+def test_allowed_lateness_extends_and_merges_emitted_sessions(spark):
+    """g = 3, L = 7: sessions [1, 4) and [6, 9) emitted at the punctuation 10 (row 2). 3.5
+    (row 3) bridges them: 4 + 7 > 10, so session 0 becomes [1, 9), closed already: revision 1
+    with 3 tuples, and id 1 retires (revision 1, empty). 8.5 (row 5, bound 11) extends session 0
+    to [1, 11.5), open again: revision 2 at the bound 20 (row 6). 0 (row 7) touches session 0,
+    purged (11.5 + 7 <= 20): late. 15 (row 9) touches nothing and 15 + 3 <= 20 < 15 + 3 + 7:
+    a new session (id 2), emitted on arrival."""
+    rows = [{"row_num": i, "k": "a", "x": x, "v": 1}
+            for i, x in [(0, 1.0), (1, 6.0), (3, 3.5), (5, 8.5), (7, 0.0), (9, 15.0)]]
+    puncts = [{"row_num": 2, "k": None, "x": 10.0}, {"row_num": 4, "k": None, "x": 11.0},
+              {"row_num": 6, "k": None, "x": 20.0}]
+    results, late = lateness_run(spark, rows, puncts, 3, 7)
+    assert results == {("a", 0, 0, 1, 1, 2), ("a", 1, 0, 1, 1, 2), ("a", 0, 1, 3, 3, 3), ("a", 1, 1, 0, None, 3),
+                       ("a", 0, 2, 4, 4, 6), ("a", 2, 0, 1, 1, 9)}
+    assert late == {(7, 0)}
+    assert (results, late) == simulate_lateness(rows, puncts, Fraction(3), Fraction(7))
+
+
+@pytest.mark.parametrize("lateness", [0, 4])
+def test_allowed_lateness_matches_the_simulator_and_conserves(spark, lateness):
+    """A stream (seed 24) where L = 4 gives revisions on arrival and at punctuations, a retired
+    id, sessions emitted on a late tuple's arrival, and late tuples."""
+    rng = random.Random(24)
+    rows, puncts, clock = [], [], 0.0
+    for i in range(160):
+        clock += rng.choice([1, 2, 3, 4])
+        rows.append({"row_num": 2 * i, "k": rng.choice("ab"), "x": clock - rng.choice([0, 0, 0, 3, 6, 12]),
+                     "v": rng.randint(1, 9)})
+        if rng.random() < 0.4:
+            puncts.append({"row_num": 2 * i + 1, "k": rng.choice(["a", "b", None]), "x": clock - 1})
+    results, late = lateness_run(spark, rows, puncts, 2.5, lateness)
+    assert (results, late) == simulate_lateness(rows, puncts, Fraction(5, 2), Fraction(lateness))
+    assert any(rev > 0 for _, _, rev, *_ in results) == bool(lateness) == any(n == 0 for *_, n, _, _ in results)
+    assert late
+    if not lateness:
+        assert {(k, w, n, total, e) for k, w, _, n, total, e in results} == run(spark, rows, puncts, 2.5)[0]
+    last = {}
+    for k, w, rev, n, *_ in sorted(results, key=lambda r: r[2]):
+        last[(k, w)] = n
+    for k in "ab":  # conservation: last revisions' count + late tuples = the key's tuples
+        lost = {r for r, _ in late} & {t["row_num"] for t in rows if t["k"] == k}
+        assert sum(n for (key, _), n in last.items() if key == k) + len(lost) == sum(t["k"] == k for t in rows)

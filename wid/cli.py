@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if "replay" in plan.sections:
         options = dict(plan.sections["replay"])
         scheme, lateness = options.pop("punctuation", "none"), options.pop("allowed_lateness", 0)
-        rep = replay(spark, plan.query, experiment.punctuation_of(scheme, options, plan, source), allowed_lateness=lateness)
+        rep = replay(spark, plan.query, experiment.punctuation_of(scheme, options, plan, source),
+                     allowed_lateness=lateness, window=window)
         out, late = rep.results, rep.late
     else:
         out = query(spark, plan.query, window)

@@ -12,6 +12,8 @@ attribute non-decreasing within each buffer, checked on the data (one Spark job)
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
@@ -19,8 +21,8 @@ from pyspark.sql.types import BooleanType, NumericType
 from wid.bucket.clock import T, T0, TEND, clock_steps, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column
 from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
-from wid.bucket.flink_scan import scan
-from wid.bucket.positions import non_decreasing
+from wid.bucket.flink_scan import Scanner, scan
+from wid.bucket.positions import Firing, firings, non_decreasing
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.flink import Discretization, Path
@@ -89,3 +91,28 @@ def flink_bucket_sql(source: str, df: DataFrame, spec: Discretization) -> str:
     scale = time_scale(df, spec.ts) if spec.timed else 1
     clock = clock_steps(df, spec.ts, None, named) if spec.timed else []
     return f"SELECT * FROM {staged(source, [*clock, *column_steps(spec, scale, named), *_kept(named)])}"
+
+
+def fired(df: DataFrame, spec: Discretization) -> DataFrame:
+    """Per emission (``spec.per_group``, ``wid``) its ``emit_row``: the row_num of the item whose
+    arrival fired it, for a tick of an active time TP the first item (of any buffer: the clones
+    share the clock) arriving at or after it; NULL: the end of the stream. Each buffer's
+    :class:`Scanner`, in one pass over the whole stream."""
+    prepared, scale = _prepared(df, spec)
+
+    def fire(pdf: pd.DataFrame) -> list[Firing]:
+        clock = pdf[T].to_numpy() if T in pdf else None
+        out: list[Firing] = []
+        buffers = pdf.groupby(list(spec.per_group), sort=False, dropna=False) if spec.per_group else [((), pdf)]
+        for key, part in buffers:
+            scanner = Scanner(spec, part.reset_index(drop=True), scale)
+            scanner.run()
+            for number, item, tick in scanner.fired:
+                at = part.index[item] if item is not None else None
+                if tick is not None:
+                    first = int(np.searchsorted(clock, tick, side="left"))
+                    at = first if first < len(pdf) else None
+                out.append((key if isinstance(key, tuple) else (key,), number, at))
+        return out
+
+    return firings(prepared, spec.per_group, fire)

@@ -31,7 +31,9 @@ class _Buffer:
 
 
 class Scanner:
-    """Event-by-event discretization over one buffer's items sorted by ``row_num``."""
+    """Event-by-event discretization over one buffer's items sorted by ``row_num``; fills
+    ``lo``/``hi`` and ``fired``: ``(emission number, index of the item that fired it | None,
+    tick time | None)`` per emission (both None: the end of the stream)."""
 
     def __init__(self, spec: Discretization, pdf: pd.DataFrame, scale: int) -> None:
         self.spec, self.n, self.scale = spec, len(pdf), scale
@@ -41,6 +43,7 @@ class Scanner:
         self.t0, self.tend = (pdf[T0].iat[0], pdf[TEND].iat[0]) if T in pdf and self.n else (None, None)
         self.pdf = pdf
         self.buffer = _Buffer({i: p.start for i, p in enumerate(spec.triggers) if isinstance(p, CountTrigger)})
+        self.fired: list[tuple[int, int | None, float | None]] = []
 
     def values(self, attrs: tuple[str, ...], i: int) -> tuple:
         return tuple(float(self.pdf[a].iat[i]) for a in attrs)
@@ -49,7 +52,9 @@ class Scanner:
         value = self.pdf[marker].iat[i]
         return bool(value) if value is not None and not pd.isna(value) else False
 
-    def emit(self) -> None:
+    def emit(self, item: int | None = None, tick: float | None = None) -> None:
+        """One emission (window), fired by real item ``item``, the tick at ``tick`` or the end."""
+        self.fired.append((self.buffer.seq, item, tick))
         for i in self.buffer.items:
             self.hi[i] = self.buffer.seq
         self.buffer.seq += 1
@@ -91,7 +96,7 @@ class Scanner:
                 if passed > buf.since.get(index, 0):
                     fire, buf.since[index] = True, passed
         if fire:
-            self.emit()
+            self.emit(item=i)
         counts = [self.time_evictions(self.t[i]) if self.t is not None else 0]
         for index, e in enumerate(self.spec.evictions):
             if isinstance(e, CountEviction):
@@ -129,7 +134,7 @@ class Scanner:
         def tick(tau: float) -> None:  # a fake item: evict -> emit
             nonlocal fired
             self.evict_head(self.time_evictions(tau))
-            self.emit()
+            self.emit(tick=tau)
             fired = [k + 1 if b + (k + 1) * scaled(p.granularity, self.scale) == tau else k
                      for b, k, p in zip(base, fired, ticks)]
 

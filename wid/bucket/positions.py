@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from wid.bucket.columns import WID_HI, WID_LO
+from wid.bucket.columns import EMIT_ROW, WID, WID_HI, WID_LO
 from wid.errors import WidError
 
 _ALL = "_wid_all"
@@ -113,3 +113,24 @@ def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.Dat
         return run.lo, run.hi
 
     return per_partition(df, partition, tag)
+
+
+#: ``(partition key, window number, index of the row whose arrival fired it | None)``.
+Firing = tuple[tuple, int, int | None]
+
+
+def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataFrame], list[Firing]]) -> DataFrame:
+    """Per window (``partition`` columns, ``wid``) its ``emit_row``: the row_num of the row whose
+    arrival fired it (NULL: the end of the stream), from ``fired`` on the whole stream's rows
+    sorted by ``row_num`` (one Arrow grouped pass: ticks and punctuations reach every partition)."""
+    schema = StructType([*(df.schema[c] for c in partition), StructField(WID, LongType()),
+                         StructField(EMIT_ROW, LongType())])
+
+    def run(pdf: pd.DataFrame) -> pd.DataFrame:
+        pdf = pdf.sort_values("row_num", kind="stable").reset_index(drop=True)
+        rows = pdf["row_num"].to_numpy()
+        out = [(*key, number, None if at is None else int(rows[at])) for key, number, at in fired(pdf)]
+        frame = pd.DataFrame(out, columns=schema.names) if out else pd.DataFrame(columns=schema.names)
+        return frame.astype({WID: "int64", EMIT_ROW: "Int64"})
+
+    return df.withColumn(_ALL, F.lit(0)).groupBy(_ALL).applyInPandas(run, schema)

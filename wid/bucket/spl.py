@@ -30,11 +30,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from wid.bucket.clock import T, T0, TEND, clock_steps, clocked
+from wid.bucket.clock import T, T0, TEND, clock_steps, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value
-from wid.bucket.positions import non_decreasing
+from wid.bucket.positions import firings, non_decreasing
 from wid.bucket.spl_compile import POS, chain, column_steps, columns
-from wid.bucket.spl_scan import scan
+from wid.bucket.spl_scan import Scanner, scan
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.numbers import scaled
@@ -147,3 +147,19 @@ def operational_bucket_sql(source: str, df: DataFrame, spec: SplWindow) -> str:
     named = Sql.column
     clock = clock_steps(df, ARRIVAL_TS, _tuple_rows(spec, named), named) if _clocked(spec) else []
     return f"SELECT * FROM {staged(source, [*clock, *column_steps(df, spec, named), *_kept(spec, named)])}"
+
+
+def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """Per window (``spec.partition_by``, ``wid``) its ``emit_row``: the row_num of the tuple or
+    punctuation whose arrival fired it, for a time tick the first row arriving at or after it
+    (processed just before that row); NULL: the end of the stream. The :class:`Scanner` over the
+    whole stream, whatever path tags it (the paths agree on the windows)."""
+    prepared, spec = _prepared(df, spec)
+    scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
+
+    def fire(pdf):
+        scanner = Scanner(spec, pdf, scale)
+        scanner.run()
+        return scanner.fired
+
+    return firings(prepared, spec.partition_by, fire)

@@ -20,16 +20,17 @@ from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount,
 class _Subwindow:
     """One partition's window state; ``seq`` (its next trigger number) outlives partition eviction."""
 
-    __slots__ = ("buf", "seq", "since", "ref", "full", "last")
+    __slots__ = ("key", "buf", "seq", "since", "ref", "full", "last")
 
-    def __init__(self, seq: int) -> None:
-        self.buf: list[int] = []
+    def __init__(self, key: tuple, seq: int) -> None:
+        self.key, self.buf = key, []
         self.seq, self.since, self.ref, self.full, self.last = seq, 0, None, False, 0
 
 
 class Scanner:
     """Event-by-event SPL semantics over one group of rows sorted by ``row_num``; fills
-    ``lo``/``hi`` (a tuple in no window ends with ``hi < lo``)."""
+    ``lo``/``hi`` (a tuple in no window ends with ``hi < lo``) and ``fired``: ``(partition key,
+    trigger number, index of the row whose arrival fired it)`` per trigger, in firing order."""
 
     def __init__(self, spec: SplWindow, pdf: pd.DataFrame, scale: int) -> None:
         self.spec, self.n = spec, len(pdf)
@@ -45,6 +46,8 @@ class Scanner:
         self.clock = 0  # next global number: time ticks or punctuations
         self.scale = scale
         self.t0, self.tend = (pdf[T0].iloc[0], pdf[TEND].iloc[0]) if T0 in pdf and self.n else (None, None)
+        self.fired: list[tuple[tuple, int, int | None]] = []
+        self.now: int | None = None  # the row being processed (a tick's: the first arrival at or after it)
 
     # numbering: time ticks and punctuations are numbered over the stream, other triggers per partition
     def _global(self) -> bool:
@@ -61,6 +64,7 @@ class Scanner:
     def fire(self, sub: _Subwindow) -> None:
         """One trigger (tumbling: flush) of ``sub`` with its current content."""
         number = self.next_number(sub)
+        self.fired.append((sub.key, number, self.now))
         if self.spec.sliding and not (self.spec.partial or sub.full):
             for i in sub.buf:
                 self.lo[i] = number + 1
@@ -114,7 +118,7 @@ class Scanner:
         spec, key = self.spec, self.keys[i]
         sub = self.subs.get(key)
         if sub is None:
-            sub = self.subs[key] = _Subwindow(self.seqs.get(key, 0))
+            sub = self.subs[key] = _Subwindow(key, self.seqs.get(key, 0))
         if not spec.sliding:
             eviction = spec.eviction
             if isinstance(eviction, Delta):
@@ -154,6 +158,7 @@ class Scanner:
         spec, policy = self.spec, self.spec.partition_eviction
         timed = isinstance(spec.trigger if spec.sliding else spec.eviction, Time)
         for i in range(self.n):
+            self.now = i
             if self.punct[i]:
                 for sub in self.subs.values():
                     self.fire(sub)
@@ -171,6 +176,7 @@ class Scanner:
                 while self.subs and (len(self.subs) if isinstance(policy, PartitionCount)
                                      else sum(len(s.buf) for s in self.subs.values())) > limit:
                     self.drop(min(self.subs, key=lambda k: self.subs[k].last))
+        self.now = None
         while timed and self.n and self.t0 + (self.clock + 1) * self.period <= self.tend:  # the stream's clock
             self.tick()
         for sub in self.subs.values():

@@ -10,15 +10,9 @@ from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
 
-from wid.errors import WidError
 from wid.spec.numbers import Number, exact, positive, whole
 from wid.spec.sqlexpr import column_name
 from wid.spec.windows import WindowSpec
-
-
-def _no_lateness(allowed_lateness: Number) -> None:
-    if allowed_lateness:
-        raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
 
 
 @dataclass(frozen=True)
@@ -82,11 +76,11 @@ class SlideByTuple(WindowSpec):
         return aggregate(tagged, *units(tagged, self), keys, aggregates)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`)."""
+        """The bins emitted and purged on punctuation, revised by tuples within ``allowed_lateness``
+        (:mod:`wid.stream.fca_replay`)."""
         from wid.stream.fca_replay import replay
 
-        _no_lateness(allowed_lateness)
-        return replay(compiled, punctuation)
+        return replay(compiled, punctuation, allowed_lateness)
 
 
 @dataclass(frozen=True)
@@ -156,8 +150,8 @@ class Session(WindowSpec):
         return session_bucket_sql(source, df, self)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """Sessions closed on punctuation, late tuples with the ids they touch (:mod:`wid.stream.session_replay`)."""
+        """Sessions closed on punctuation, late tuples with the ids they touch, sessions a tuple
+        within ``allowed_lateness`` changes re-emitted (:mod:`wid.stream.session_replay`)."""
         from wid.stream.session_replay import replay
 
-        _no_lateness(allowed_lateness)
-        return replay(compiled, punctuation)
+        return replay(compiled, punctuation, allowed_lateness)

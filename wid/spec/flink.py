@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import positive
+from wid.spec.numbers import Number, positive
 from wid.spec.windows import Operational
 
 Path = Literal["columns", "chain", "scan"]
@@ -186,6 +186,13 @@ class Discretization(Operational):
         from wid.bucket.flink import flink_bucket
 
         return flink_bucket(df, self)
+
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
+        from wid.bucket.flink import fired
+        from wid.stream.operational_replay import replay
+
+        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
 
     @property
     def sql_refusal(self) -> str | None:

@@ -22,67 +22,97 @@ tuple ``p``); with ``B`` = the largest bound before a tuple arrives:
 per window and key; with correct punctuations nothing is late and the results are
 ``wid.query``'s. Punctuations go to the chunks they touch: to chunk ``c`` those whose
 bound falls in it or the chunk before and, per pattern, the first one past it.
+
+Allowed lateness ``L`` (x units) moves what is late for good to the windows ``w < B - L``
+(``wid.stream.fcf_replay.Lagged``: ``closed(b - L)``, the bins purged below it too): a tuple's
+windows in ``[max(a, B - L), B)`` that were emitted before it arrived are each emitted again on
+its arrival, the window's next ``revision`` (the bins then hold every tuple admitted so far);
+a window whose defining tuple comes after a wildcard bound ``- L`` passed it is lost.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField
+from pyspark.sql.types import DoubleType, FloatType, LongType, StructField
 
 from wid.aggregate.bins import Bins, add, columns, ends, output, partials
 from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
                                typed, windows_of)
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
+from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, attribute_type, id_units,
+                                rattr_value)
 from wid.bucket.fca import CHUNK, units
 from wid.errors import WidError
-from wid.spec.numbers import Number
+from wid.spec.numbers import Number, as_number, times
 from wid.stream.punctuate import Generator, Punctuations
 
 #: The row_num of a late tuple (NULL on result rows); 0 = tuple, 1 = punctuation.
 _LATE, _KIND, _LAST = "_wid_late", "_wid_kind", "_wid_last"
 
 
-def replay(compiled, punctuation: Generator | None, chunk_rows: int = CHUNK_ROWS) -> tuple[DataFrame, DataFrame]:
+def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0,
+           chunk_rows: int = CHUNK_ROWS) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.query.CompiledQuery`)
-    under ``punctuation`` (None: only the end of the stream): the results are the aggregate's
-    columns plus ``emit_row``, ``late`` the stream's columns plus ``wid``. ``chunk_rows``
-    sizes the chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`)."""
+    under ``punctuation`` (None: only the end of the stream) and ``allowed_lateness`` (``rattr``
+    units, seconds for timestamps): the results are the aggregate's columns plus ``emit_row``
+    and ``revision``, ``late`` the stream's columns plus ``wid``. ``chunk_rows`` sizes the
+    chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`)."""
     tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
     numeric = numeric_types(tagged, aggregates)
     if numeric is None:
         raise WidError("replay of slide-by-tuple windows holds count, sum, avg, min and max of numbers in its bins; "
                        "query the other aggregates with wid.query")
     r, dtype = units(tagged, spec)
+    lag = _lag(tagged, spec, allowed_lateness)
     chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     consistent = punctuation is not None and punctuation.mode == "consistent"
     schema = bins_schema(tagged, r, keys, aggregates, numeric, StructField(EMIT_ROW, LongType()),
-                         StructField(_LATE, LongType()))
-    events = chunks.rows.withColumn(_KIND, F.lit(0)).unionByName(_marks(punctuations, chunks),
-                                                                 allowMissingColumns=True)
-    scan = _scanner(r, keys, aggregates, numeric, punctuations, consistent, arrow_schema(schema))
+                         StructField(REVISION, LongType()), StructField(_LATE, LongType()))
+    marks = _marks(punctuations, chunks)
+    if lag:
+        marks = marks.unionByName(_marks(punctuations, chunks, lag)).distinct()
+    events = chunks.rows.withColumn(_KIND, F.lit(0)).unionByName(marks, allowMissingColumns=True)
+    scan = _scanner(r, keys, aggregates, numeric, punctuations, consistent, lag, arrow_schema(schema))
     out = events.groupBy(CHUNK).applyInArrow(scan, schema)
 
-    results = typed(out.where(F.col(_LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW)
+    results = typed(out.where(F.col(_LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION)
     source = tagged.sparkSession.table(compiled.query.source)
     pairs = out.where(F.col(_LATE).isNotNull()).select(
         F.col(_LATE).alias("row_num"), rattr_value(F.col(WID), dtype).alias(WID))
     return results, source.join(pairs, "row_num").select(*source.columns, WID)
 
 
-def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
+def _lag(tagged: DataFrame, spec, allowed_lateness: Number) -> Number:
+    """``allowed_lateness`` in x units; on a double ``x`` a binary fraction (``b - L`` is then
+    rounded up exactly, as the ends of :func:`wid.aggregate.bins.ends`)."""
+    if not allowed_lateness:
+        return 0
+    dtype = attribute_type(tagged, spec.rattr)
+    lag = times(as_number(allowed_lateness, "allowed_lateness"), id_units(F.col(spec.rattr), dtype, spec)[1])
+    if isinstance(dtype, (FloatType, DoubleType)) and Decimal(float(lag)) != lag:
+        raise WidError(f"allowed_lateness {allowed_lateness} is not a binary fraction, so w < bound - L on the "
+                       f"double {spec.rattr!r} cannot be decided exactly: give one such as 0.5, or CAST "
+                       f"{spec.rattr} to a decimal")
+    return lag
+
+
+def _marks(punctuations: Punctuations, chunks: Chunks, lag: Number = 0) -> DataFrame:
     """The punctuations each chunk needs: those whose largest closed window lies in it or in the
     chunk before (its tuples' ``x`` may lie there, at most ``r`` below it) and, per pattern,
-    the first one whose bound passes it (it closes all its windows)."""
+    the first one whose bound passes it (it closes all its windows). With ``lag``: the same
+    for the bounds ``b - lag`` (the keys' bounds before a tuple, from a superset of either
+    selection, compare alike with the chunk's values)."""
     frame = punctuations.frame.select("row_num", *punctuations.pattern, WID_CLOSED)  # bounds of x's type
-    last = (F.ceil(F.col(WID_CLOSED) / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
+    bound = F.col(WID_CLOSED) - F.lit(lag) if lag else F.col(WID_CLOSED)
+    last = (F.ceil(bound / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
     own = frame.withColumn(CHUNK, F.explode(F.array(last - 1, last, last + 1))).where(  # (a chunk of margin:
         # chunk_of may round) tuples reach r < width below
         F.col(CHUNK).between(chunks.first, chunks.last))
@@ -94,7 +124,8 @@ def _marks(punctuations: Punctuations, chunks: Chunks) -> DataFrame:
 
 
 def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
-             punctuations: Punctuations, consistent: bool, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
+             punctuations: Punctuations, consistent: bool, lag: Number,
+             schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
     """The grouped function: one chunk's tuples and punctuations in, per key its emitted
     windows and its late (tuple, window) pairs out. A punctuation matches a key when each
     pattern column equals the key's value (NULL-safe) or, with ``punctuations.wildcard``, is NULL."""
@@ -121,7 +152,7 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
                 value, unbound = part.column(c)[0].as_py(), marks[c].isna()
                 match &= ((unbound if value is None else marks[c] == value) | (unbound & wildcards)).to_numpy()
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
-                                marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent)
+                                marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent, lag)
             pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema))
             pieces.append(scan_key.late(keys, aggregates, schema))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
@@ -143,40 +174,44 @@ class _KeyScan:
     """One key partition of a chunk: its tuples (in arrival order) and punctuations."""
 
     def __init__(self, part: pa.Table, windows: np.ndarray, defined: np.ndarray, at: np.ndarray,
-                 bounds: np.ndarray, wildcard: np.ndarray, r: Number, consistent: bool):
-        self.part, self.windows, self.r, self.consistent = part, windows, r, consistent
+                 bounds: np.ndarray, wildcard: np.ndarray, r: Number, consistent: bool, lag: Number = 0):
+        self.part, self.windows, self.r, self.consistent, self.lagged = part, windows, r, consistent, bool(lag)
         self.x, self.row = part.column(WID_X).to_numpy(), part.column("row_num").to_numpy()
         order = np.argsort(at, kind="stable")
         self.at = at[order]
         self.reach = _running_max(bounds[order])  # the key's bound after each punctuation
-        self.everyone = _running_max(np.where(wildcard[order], bounds[order], -np.inf))  # every key's
+        lagged = ends(bounds[order], -lag) if lag else bounds[order]  # b - L, rounded up to x's type
+        self.kept = _running_max(lagged)  # windows below it are late for good (and purged)
+        self.kept_all = _running_max(np.where(wildcard[order], lagged, -np.inf))  # every key's
         self.bound = _before(self.at, self.reach, self.row)
+        self.floor = _before(self.at, self.kept, self.row)
         closing = np.searchsorted(self.reach, windows, side="right")  # the first punctuation with b > w
         self.closes = closing < len(at)
-        self.lost = _before(self.at, self.everyone, defined) > windows
+        self.lost = _before(self.at, self.kept_all, defined) > windows
         self.emit = np.maximum(self.at[np.minimum(closing, len(at) - 1)] if len(at) else 0, defined)
 
     def emitted(self, kinds, numeric: dict[str, np.dtype], keys: list[str], aggregates: list[Aggregate],
                 schema: pa.Schema) -> list[pa.Table]:
-        """processtuple in arrival order (late tuples for their windows after the key's bound);
+        """processtuple in arrival order (late tuples for their windows after the key's bound - L);
         each window closed by a punctuation emitted on its arrival (or its defining tuple's, when
-        that comes later) and the bins purged below every key's bound; the rest at the end."""
+        that comes later) and the bins purged below every key's bound - L; each revision on its
+        tuple's arrival, before the purge of a punctuation right after it; the rest at the end."""
         bins, values = Bins(self.r, kinds, self.x.dtype), columns(self.part, kinds, numeric)
-        late = self.x < self.bound
+        late = self.x < self.floor
         done, out = 0, []
 
         def admit(upto: int) -> None:
             arrived = np.arange(done, upto)
             on_time, behind = arrived[~late[arrived]], arrived[late[arrived]]
-            for floor in [None] if self.consistent else [None, *np.unique(self.bound[behind])]:
-                mine = on_time if floor is None else behind[self.bound[behind] == floor]
+            for floor in [None] if self.consistent else [None, *np.unique(self.floor[behind])]:
+                mine = on_time if floor is None else behind[self.floor[behind] == floor]
                 add(bins, self.x[mine], {name: (v[mine], p[mine]) for name, (v, p) in values.items()}, floor)
 
-        def rows(mine: np.ndarray, emit_rows: np.ndarray | None) -> pa.Table:
+        def rows(mine: np.ndarray, emit_rows: np.ndarray | None, revisions: np.ndarray) -> pa.Table:
             n = len(mine)
             emit = np.full(n, None, dtype=object) if emit_rows is None else emit_rows.astype(object)
             return output(self.part, keys, self.windows[mine], bins.at(self.windows[mine]), aggregates, schema,
-                          **{EMIT_ROW: emit, _LATE: np.full(n, None, dtype=object)})
+                          **{EMIT_ROW: emit, REVISION: revisions, _LATE: np.full(n, None, dtype=object)})
 
         # windows emitted with no tuple of the key arriving between them are read together: the
         # purges between them only drop bins below windows already emitted
@@ -185,15 +220,37 @@ class _KeyScan:
         order = np.argsort(upto_of, kind="stable")
         closed, upto_of = closed[order], upto_of[order]
         starts = np.flatnonzero(np.r_[True, upto_of[1:] != upto_of[:-1]]) if len(closed) else closed
-        for mine, upto in zip(np.split(closed, starts[1:]), upto_of[starts]):
-            admit(int(upto))
-            done = int(upto)
-            out.append(rows(mine, self.emit[mine]))
-            seen = int(np.searchsorted(self.at, self.emit[mine].max(), side="right"))
+        events = [(int(upto), 1, mine, self.emit[mine], np.zeros(len(mine), dtype=np.int64))
+                  for mine, upto in zip(np.split(closed, starts[1:]), upto_of[starts])]
+        events += self.revisions()
+        for upto, emission, mine, emit_rows, revisions in sorted(events, key=lambda e: e[:2]):
+            admit(upto)
+            done = upto
+            out.append(rows(mine, emit_rows, revisions))
+            seen = int(np.searchsorted(self.at, emit_rows.max(), side="right")) if emission else 0
             if seen:
-                bins.purge(min(self.reach[seen - 1], self.everyone[seen - 1]))
+                bins.purge(min(self.kept[seen - 1], self.kept_all[seen - 1]))
         admit(len(self.x))
-        out.append(rows(np.flatnonzero(~self.closes & ~self.lost), None))
+        rest = np.flatnonzero(~self.closes & ~self.lost)
+        out.append(rows(rest, None, np.zeros(len(rest), dtype=np.int64)))
+        return out
+
+    def revisions(self) -> list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]]:
+        """``(tuples admitted, 0, windows, emit_rows, revisions)`` per tuple with allowed-late
+        windows: those in ``[max(a, B - L), min(a + r, B))`` emitted before it arrived."""
+        out, count = [], np.zeros(len(self.windows), dtype=np.int64)
+        if not self.lagged:  # every window below B is below B - L: nothing to revise
+            return out
+        after = np.flatnonzero((self.x < self.bound) & ~(self.consistent & (self.x < self.floor)))
+        first = np.searchsorted(self.windows, np.maximum(self.x[after], self.floor[after]), side="left")
+        stop = np.minimum(np.searchsorted(self.windows, ends(self.x[after], self.r), side="left"),
+                          np.searchsorted(self.windows, self.bound[after], side="left"))
+        for i, lo, hi in zip(after, first, stop):
+            mine = np.arange(lo, hi)
+            mine = mine[self.closes[mine] & ~self.lost[mine] & (self.emit[mine] < self.row[i])]
+            if len(mine):
+                count[mine] += 1
+                out.append((int(i) + 1, 0, mine, np.full(len(mine), self.row[i]), count[mine].copy()))
         return out
 
     def late(self, keys: list[str], aggregates: list[Aggregate], schema: pa.Schema) -> pa.Table:
@@ -201,9 +258,9 @@ class _KeyScan:
         (consistent: after any of its windows'), or the window is lost."""
         lo = np.searchsorted(self.windows, self.x, side="left")
         hi = np.searchsorted(self.windows, ends(self.x, self.r), side="left")
-        late = self.x < self.bound
+        late = self.x < self.floor
         upto = np.where(late, hi, lo) if self.consistent else \
-            np.clip(np.searchsorted(self.windows, self.bound, side="left"), lo, hi)
+            np.clip(np.searchsorted(self.windows, self.floor, side="left"), lo, hi)
         lost = np.concatenate([[0], np.cumsum(self.lost)])
         some = np.flatnonzero((upto > lo) | (lost[hi] > lost[lo]))
         counts = (hi - lo)[some]
@@ -216,6 +273,7 @@ class _KeyScan:
         data[WID] = pa.array(self.windows[window])
         data.update({a.alias: pa.nulls(n) for a in aggregates})
         data[EMIT_ROW] = pa.nulls(n)
+        data[REVISION] = pa.nulls(n)
         data[_LATE] = pa.array(self.row[tuple_of])
         return pa.table(data).select(schema.names).cast(schema)
 

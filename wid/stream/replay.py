@@ -2,7 +2,9 @@
 
 The query's window kind replays itself (:meth:`wid.spec.windows.WindowSpec.replay`): FCF
 windows by running maxima of the punctuations (:mod:`wid.stream.fcf_replay`), slide-by-tuple
-windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`).
+windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`), sessions
+by a scan per key (:mod:`wid.stream.session_replay`), SPL and Flink windows by their operator's
+firings (:mod:`wid.stream.operational_replay`).
 """
 
 from __future__ import annotations
@@ -16,13 +18,14 @@ from wid.bucket.columns import EMIT_ROW, REVISION
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
+from wid.spec.windows import WindowSpec
 from wid.stream.punctuate import Generator
 
 
 @dataclass
 class Replay:
-    """``results``: the query's columns + ``emit_row``; ``late``: the stream's columns + ``wid``
-    for each dropped (tuple, window) contribution; ``compiled``: the query it replays."""
+    """``results``: the query's columns + ``emit_row`` and ``revision``; ``late``: the stream's
+    columns + ``wid`` for each dropped (tuple, window) contribution; ``compiled``: the query it replays."""
 
     results: DataFrame
     late: DataFrame
@@ -31,13 +34,14 @@ class Replay:
 
 
 def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None,
-           allowed_lateness: Number = 0) -> Replay:
+           allowed_lateness: Number = 0, window: WindowSpec | None = None) -> Replay:
     """Replay ``query_text`` over its view in ``row_num`` (arrival) order, closing extents by
-    ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS
-    windows: implied by arrival order). ``allowed_lateness`` (window-attribute units, seconds for
-    timestamps; sliding, tumbling and landmark windows): a tuple late for an emitted window whose
-    end + L the punctuations have not passed yields the window's next ``revision`` (a results row,
-    ``emit_row`` = the tuple) instead of late rows (:mod:`wid.stream.fcf_replay`).
+    ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS,
+    SPL and Flink windows: implied by arrival order). ``allowed_lateness`` (window-attribute units,
+    seconds for timestamps; value windows, sessions, slide-by-tuple windows): a tuple late for an
+    emitted window whose end + L the punctuations have not passed yields the window's next
+    ``revision`` (a results row, ``emit_row`` = the tuple) instead of late rows. ``window`` replaces
+    the query's window clause (a :class:`wid.spec.flink.Discretization` for ``[flink]``).
 
     With the view ``readings`` of :func:`wid.query`'s example, a slack of 0 closes window 1
     (``[2, 4)``) once ``ts = 4.0`` arrives, before the reading at ``ts = 2.5``:
@@ -64,7 +68,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     if isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float)) \
             or not math.isfinite(allowed_lateness) or allowed_lateness < 0:
         raise WidError(f"allowed_lateness must be a non-negative number, got {allowed_lateness!r}")
-    compiled = compile_query(spark, query_text)
+    compiled = compile_query(spark, query_text, window)
     if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
     if punctuation is not None and not isinstance(punctuation, Generator):

@@ -1,77 +1,115 @@
 """Replay of session windows: sessions close on punctuation, late tuples name what they touch.
 
 Per key, in arrival order (a punctuation at row r right after tuple r), with ``B`` the running
-max of the key's punctuation bounds (in ``wid_x`` units) and exact arithmetic:
+max of the key's punctuation bounds (in ``wid_x`` units), ``L`` the allowed lateness (same
+units, default 0) and exact arithmetic:
 
 - a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
-- touching an emitted session: late, with the ids of every emitted session it touches;
-- else it merges with the open sessions it touches; when it touches none and ``x + g <= B``
-  (its own session would be closed already) it is late with no id (``wid`` NULL);
+- a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
+  with ``last + g + L <= B`` (as FCF windows: ``end + L <= B``);
+- touching a purged session: late, with the ids of every session it touches that has one;
+  touching nothing with ``x + g + L <= B`` (its own session would be purged already): late with
+  no id (``wid`` NULL);
+- else it merges with every session it touches into one. The merged session keeps the least
+  id among them (a retired id's last revision is empty: ``count(*)`` 0, NULL extent, emitted on
+  this tuple's arrival); when ``last + g <= B`` it is emitted at once (``emit_row`` = the
+  tuple), as the id's next ``revision`` (or revision 0 under a new id), else it stays open;
 - a punctuation closes (emits) the open sessions with ``last + g <= B``, in start order; the
-  end of the stream emits the rest (``emit_row`` NULL). Ids count a key's emitted sessions
-  from 0, so with nothing late they are the exact query's ids.
+  end of the stream emits the rest (``emit_row`` NULL). New ids count a key's emitted
+  sessions from 0, so with nothing late they are the exact query's ids.
 
-Conservation, per key: the emitted sessions' ``count(*)`` + the late tuples = the exact count.
+With ``L = 0`` a closed session is purged, so nothing is re-emitted and every row has revision
+0. Conservation, per key: the last revisions' ``count(*)`` + the late tuples = the exact count.
 The scan is sequential per key (a grouped Arrow pass), as sessions merge in arrival order.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DoubleType, FloatType, LongType, StructField, StructType
+from pyspark.sql.types import ArrayType, BooleanType, DoubleType, FloatType, LongType, StructField, StructType
 
 from wid.aggregate.range import range_aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, numeric_value
+from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
+                                numeric_value)
 from wid.bucket.session import with_extents
-from wid.spec.numbers import exact
+from wid.spec.numbers import Number, exact
 from wid.stream.punctuate import Generator, Punctuations
 
-_KIND, _VALUE, _TOUCHED = "_wid_kind", "_wid_value", "_wid_touched"
+_KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
+
+
+@dataclass
+class _Session:
+    """A key's session: extent ``[start, last + g)``, its tuples' row_nums, its id and last
+    revision once emitted, ``closed`` while its last emission is current."""
+
+    start: Fraction
+    last: Fraction
+    rows: list[int]
+    wid: int | None = None
+    revision: int = -1
+    closed: bool = False
 
 
 class _Key:
-    """One key's open and emitted sessions."""
+    """One key's sessions and what the replay emits for it: ``members`` (row, wid, revision,
+    emit_row) per tuple of each emission, ``retired`` (row of the merging tuple, wid, revision,
+    emit_row) and ``touched`` (late row -> ids)."""
 
-    def __init__(self, gap: Fraction) -> None:
-        self.gap, self.bound, self.next_id = gap, None, 0
-        self.open: list[list] = []  # [start, last, rows]
-        self.emitted: list[tuple[Fraction, Fraction, int]] = []  # (start, last + g, id)
-        self.wid: dict[int, int] = {}
-        self.emit_row: dict[int, int | None] = {}
+    def __init__(self, gap: Fraction, lateness: Fraction) -> None:
+        self.gap, self.lateness, self.bound, self.next_id = gap, lateness, None, 0
+        self.sessions: list[_Session] = []
+        self.members: list[tuple[int, int, int, int | None]] = []
+        self.retired: list[tuple[int, int, int, int | None]] = []
         self.touched: dict[int, list[int]] = {}
 
+    def _passed(self, end: Fraction) -> bool:
+        return self.bound is not None and end <= self.bound
+
     def arrive(self, row: int, x: Fraction) -> None:
-        hit = [w for s, e, w in self.emitted if s - self.gap < x < e]
-        if hit:
-            self.touched[row] = hit
+        g, late = self.gap, self.lateness
+        near = [s for s in self.sessions if s.start - g < x < s.last + g]
+        if any(s.closed and self._passed(s.last + g + late) for s in near):
+            self.touched[row] = sorted(s.wid for s in near if s.wid is not None)
             return
-        near = [o for o in self.open if o[0] - self.gap < x < o[1] + self.gap]
-        if not near and self.bound is not None and x + self.gap <= self.bound:
+        if not near and self._passed(x + g + late):
             self.touched[row] = []
             return
-        self.open = [o for o in self.open if all(o is not n for n in near)]
-        self.open.append([min([x, *(o[0] for o in near)]), max([x, *(o[1] for o in near)]),
-                          [row, *(r for o in near for r in o[2])]])
+        self.sessions = [s for s in self.sessions if all(s is not n for n in near)]
+        named = sorted((s for s in near if s.wid is not None), key=lambda s: s.wid)
+        for s in named[1:]:
+            self.retired.append((row, s.wid, s.revision + 1, row))
+        merged = _Session(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
+                          [row, *(r for s in near for r in s.rows)],
+                          named[0].wid if named else None, named[0].revision if named else -1)
+        self.sessions.append(merged)
+        if self._passed(merged.last + g):
+            self._emit(merged, row)
+
+    def _emit(self, session: _Session, row: int | None) -> None:
+        if session.wid is None:
+            session.wid, self.next_id = self.next_id, self.next_id + 1
+        session.revision += 1
+        session.closed = True
+        self.members.extend((r, session.wid, session.revision, row) for r in session.rows)
 
     def punctuate(self, row: int | None, bound: Fraction | None) -> None:
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
-        done = [o for o in self.open if row is None or o[1] + self.gap <= self.bound]
-        self.open = [o for o in self.open if all(o is not d for d in done)]
-        for start, last, rows in sorted(done, key=lambda o: o[0]):
-            self.emitted.append((start, last + self.gap, self.next_id))
-            for r in rows:
-                self.wid[r], self.emit_row[r] = self.next_id, row
-            self.next_id += 1
+        done = [s for s in self.sessions if not s.closed and (row is None or self._passed(s.last + self.gap))]
+        for session in sorted(done, key=lambda s: s.start):
+            self._emit(session, row)
 
 
-def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFrame]:
-    """``(results with emit_row, late)`` of a session query under ``punctuation`` (None: only the
-    end of the stream); ``late`` holds the stream's columns and ``wid``."""
+def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+    """``(results with emit_row and revision, late)`` of a session query under ``punctuation``
+    (None: only the end of the stream) and ``allowed_lateness`` (``wattr`` units, seconds for
+    timestamps); ``late`` holds the stream's columns and ``wid``."""
     spec, tagged = compiled.spec, compiled.tagged
     source = tagged.sparkSession.table(compiled.query.source).columns
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
@@ -79,6 +117,7 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
     dtype = attribute_type(tagged, spec.wattr)
     factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)[1]
     gap = Fraction(float(spec.gap)) if isinstance(dtype, (DoubleType, FloatType)) else exact(spec.gap) * factor
+    lateness = exact(allowed_lateness) * factor
     keys = list(spec.keys)
     value = F.col(WID_X) if factor != 1 else F.col(spec.wattr)  # exact: micros, longs, decimals, doubles
     tuples = tagged.select("row_num", *keys, F.lit(0).alias(_KIND), value.alias(_VALUE),
@@ -94,10 +133,11 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
                                                    WID_CLOSED))
     schema = StructType([StructField("row_num", LongType()), StructField(WID, LongType()),
-                         StructField(EMIT_ROW, LongType()), StructField(_TOUCHED, ArrayType(LongType()))])
+                         StructField(REVISION, LongType()), StructField(EMIT_ROW, LongType()),
+                         StructField(_RETIRED, BooleanType()), StructField(_TOUCHED, ArrayType(LongType()))])
 
     def scan(pdf: pd.DataFrame) -> pd.DataFrame:
-        state = _Key(gap)
+        state = _Key(gap, lateness)
         pdf = pdf.sort_values(["row_num", _KIND], kind="stable")
         for row, kind, x, bound in zip(pdf["row_num"], pdf[_KIND], pdf[_VALUE], pdf[WID_CLOSED]):
             if kind == 0:
@@ -105,18 +145,27 @@ def replay(compiled, punctuation: Generator | None) -> tuple[DataFrame, DataFram
             elif not pd.isna(bound):
                 state.punctuate(int(row), Fraction(bound))
         state.punctuate(None, None)
-        rows = list(state.wid) + list(state.touched)
-        return pd.DataFrame({"row_num": pd.array(rows, dtype="Int64"),
-                             WID: pd.array([state.wid.get(r) for r in rows], dtype="Int64"),
-                             EMIT_ROW: pd.array([state.emit_row.get(r) for r in rows], dtype="Int64"),
-                             _TOUCHED: [state.touched.get(r) for r in rows]})
+        placed = [(*m, False, None) for m in state.members] + [(*r, True, None) for r in state.retired] + \
+            [(row, None, None, None, None, ids) for row, ids in state.touched.items()]
+        columns = list(zip(*placed)) or [[]] * 6
+        return pd.DataFrame({name: pd.array(values, dtype="Int64") for name, values in
+                             zip(["row_num", WID, REVISION, EMIT_ROW], columns)} |
+                            {_RETIRED: pd.array(columns[4], dtype="boolean"), _TOUCHED: list(columns[5])})
 
     fates = events.groupBy(*keys).applyInPandas(scan, schema) if keys else \
         events.withColumn("_wid_all", F.lit(0)).groupBy("_wid_all").applyInPandas(scan, schema)
     placed = tagged.drop(WID_LO, WID_HI, *spec.extent_columns).join(fates, "row_num")
-    on_time = with_extents(placed.where(F.col(WID).isNotNull()).withColumn(WID_LO, F.col(WID))
-                           .withColumn(WID_HI, F.col(WID)).drop(WID), spec)
-    results = range_aggregate(on_time, [*compiled.keys, EMIT_ROW], compiled.aggregates)
+    members = placed.where(F.col(WID).isNotNull() & ~F.col(_RETIRED)).withColumn(WID_LO, F.col(WID)) \
+        .withColumn(WID_HI, F.col(WID)).drop(WID)
+    on_time = with_extents(members, replace(spec, keys=(*spec.keys, REVISION)))  # an extent per revision
+    groups = [*compiled.keys, EMIT_ROW, REVISION]
+    results = range_aggregate(on_time, groups, compiled.aggregates)
+    retired = placed.where(F.col(_RETIRED))
+    if allowed_lateness:
+        empty = tagged.limit(0).groupBy().agg(*[a.direct().alias(a.alias) for a in compiled.aggregates])
+        retired = retired.select(*[F.lit(None).cast(on_time.schema[c].dataType).alias(c) if c in spec.extent_columns
+                                   else F.col(c) for c in groups], WID).crossJoin(empty)
+        results = results.unionByName(retired)
     late = placed.where(F.col(_TOUCHED).isNotNull()).select(
         *source, F.explode_outer(_TOUCHED).alias(WID))
     return results, late

@@ -1,0 +1,48 @@
+"""Replay of operational windows (SPL clauses, Flink discretizations): what the operator emits,
+and on which arrival.
+
+Both operators are FIFO buffers fed in ``row_num`` order that fire on their own policies, so
+every window is emitted complete and nothing is ever late: the results are the query's rows
+(:meth:`wid.spec.windows.WindowSpec.aggregate`) with ``revision`` 0 and ``emit_row``, the
+row_num of the arrival that fired the window (:func:`wid.bucket.spl.fired`,
+:func:`wid.bucket.flink.fired`): the tuple (count, delta, passive time policies) or the
+punctuation row (``punct()``, punctuation TPs) whose arrival fired it; for a time tick the
+first row arriving at or after the tick, which the operator processes the tick just before;
+NULL for the end of the stream's flush. ``late`` is empty, with its usual columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from wid.bucket.columns import EMIT_ROW, REVISION, WID
+from wid.errors import WidError
+from wid.spec.numbers import Number
+from wid.stream.punctuate import Generator
+
+
+def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
+           fired: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, DataFrame]:
+    """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.query.CompiledQuery`), the
+    windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``)."""
+    if punctuation is not None:
+        raise WidError("SPL and Flink windows fire on their own policies in arrival order (punct() and "
+                       "punctuation policies read the stream's marker rows); pass punctuation=None")
+    if allowed_lateness:
+        raise WidError("allowed_lateness does not apply to SPL and Flink windows: their buffers take every tuple "
+                       "in arrival order, so nothing is late")
+    spec, tagged = compiled.spec, compiled.tagged
+    source = tagged.sparkSession.table(compiled.query.source)
+    partition = list(spec.partition)
+    emitted = fired(source).select(*[F.col(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
+                                   F.col(WID).alias("_wid_fw"), EMIT_ROW)
+    aggregated = spec.aggregate(tagged, compiled.keys, compiled.aggregates)
+    match = [F.col(c).eqNullSafe(F.col(f"_wid_f{i}")) for i, c in enumerate(partition)]
+    results = (aggregated.join(emitted, [*match, F.col(WID) == F.col("_wid_fw")], "left")
+               .drop(*[f"_wid_f{i}" for i in range(len(partition))], "_wid_fw")
+               .withColumn(REVISION, F.lit(0).cast("long")))
+    late = source.limit(0).select(*source.columns, F.lit(None).cast("long").alias(WID))
+    return results, late
