@@ -85,8 +85,10 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
     ``partition``, ``order``, ``value``) of the same ``partition`` (NULL equal to NULL) whose whole
     number ``order`` is below the point's ``at`` (default: its own ``order`` column); NULL when there
     is none. For small ``values`` (e.g. one row per window and key): their running ``agg`` is a step
-    function of ``order``, held as steps ``(from, to]`` and joined to the points by broadcast on
-    ``(partition, at >> STEP_BITS)``: the points are neither shuffled nor sorted.
+    function of ``order``, held as steps ``(from, to]`` and joined to the points on ``(partition,
+    at >> STEP_BITS)``: small steps are broadcast (Spark's adaptive execution decides, on their
+    size at run time), so the points are neither shuffled nor sorted; large ones (many keys) are
+    a shuffle join, never held in one task.
 
     >>> p = spark.createDataFrame([(r,) for r in range(6)], "row_num long")
     >>> v = spark.createDataFrame([(1, 4), (3, 2), (4, 7)], "row_num long, c long")
@@ -103,10 +105,11 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
              .withColumn(_CHUNK, F.explode(F.sequence(first, F.coalesce(F.shiftright(_TO, STEP_BITS), first)))))
     # the last step holds every later point: points past the last chunk with a step look it up there
     edges = steps.groupBy(*partition).agg(F.max(_CHUNK).alias(_EDGE))
-    keyed = _join(points.withColumn(_POINT, at), F.broadcast(edges), list(partition))
+    edges = edges if partition else F.broadcast(edges)  # unpartitioned: one row
+    keyed = _join(points.withColumn(_POINT, at), edges, list(partition))
     keyed = keyed.withColumn(_CHUNK, F.least(F.shiftright(_POINT, STEP_BITS), F.col(_EDGE))).drop(_EDGE)
-    right = F.broadcast(steps.select(*[F.col(c).alias(f"_wid_s{i}") for i, c in enumerate(partition)],
-                                     F.col(_CHUNK).alias("_wid_sc"), _FROM, _TO, _RUN))
+    right = steps.select(*[F.col(c).alias(f"_wid_s{i}") for i, c in enumerate(partition)],
+                         F.col(_CHUNK).alias("_wid_sc"), _FROM, _TO, _RUN)
     on = [keyed[c].eqNullSafe(right[f"_wid_s{i}"]) for i, c in enumerate(partition)]
     point = keyed[_POINT]
     on += [keyed[_CHUNK] == right["_wid_sc"], right[_FROM] < point, right[_TO].isNull() | (point <= right[_TO])]
