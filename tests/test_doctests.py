@@ -18,6 +18,7 @@ PUBLIC = {
     "wid.stream.punctuate": ["embedded", "slack", "heartbeat", "ordered_by"],
     "wid.sql": ["register", "create_view", "run_sql"],
     "wid.aggregate.bins": [],
+    "wid.stream.scan": ["before"],
 }
 
 

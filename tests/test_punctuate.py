@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from wid import punctuate
 from wid.errors import WidError
 from wid.query import compile_query
-from wid.stream.scan import running
+from wid.stream.scan import before, running
 
 SLIDE = 5
 QUERY = f"SELECT k, count(*) AS n FROM p [RANGE 10 SLIDE {SLIDE} WATTR x] GROUP BY k"
@@ -98,6 +98,28 @@ def test_running_scan_of_separate_values_looks_up_each_point(spark):
     want = {(n, None if i is None else max((v for j, h, v in values if h == g and j <= i), default=None))
             for i, g, n in points}  # a point with no place in the order sees nothing
     assert {(r.n, r.m) for r in got.collect()} == want
+
+
+def test_before_looks_up_the_values_strictly_earlier_across_chunks_and_keys(spark):
+    """``before``: the max over the values of the point's key (NULL a key) with a smaller row_num
+    (and the min over those at or after it);
+    row_nums spread over many 4096-row chunks, repeated, and past the last value."""
+    rnd = random.Random(4)
+    keys = ["a", "b", None]
+    values = [(rnd.randint(0, 60_000), rnd.choice(keys), rnd.randint(-50, 50)) for _ in range(300)]
+    values += [(values[0][0], values[0][1], 99)]  # two values at one row_num
+    points = [(rnd.randint(0, 70_000), rnd.choice([*keys, "c"]), n) for n in range(400)]
+    points += [(values[1][0], values[1][1], 400), (values[1][0] + 1, values[1][1], 401)]
+    p = spark.createDataFrame(points, "row_num long, g string, n long")
+    v = spark.createDataFrame(values, "row_num long, g string, v long")
+    got = before(p, v, "v", "m", ("g",))
+    want = {(n, max((v for j, h, v in values if h == g and j < i), default=None)) for i, g, n in points}
+    assert {(r.n, r.m) for r in got.collect()} == want
+    # a suffix min (at or after the point), as replay's emit_row takes it: -j < 1 - i
+    back = before(p, v.select("g", "v", (-F.col("row_num")).alias("o")), "v", "m", ("g",), order="o",
+                  at=1 - F.col("row_num"), agg="min")
+    want = {(n, min((v for j, h, v in values if h == g and j >= i), default=None)) for i, g, n in points}
+    assert {(r.n, r.m) for r in back.collect()} == want
 
 
 @pytest.mark.parametrize("make, message", [

@@ -30,9 +30,9 @@ from wid.query import CompiledQuery
 from wid.spec.numbers import Number, as_number, floor_div, times
 from wid.spec.windows import ContextFree
 from wid.stream.punctuate import Generator, Punctuations
-from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
+from wid.stream.scan import before
 
-_KIND, _C, _AT = "_wid_kind", "_wid_c", "_wid_at"  # kind: tuple 0 before punctuation 1 at one row_num
+_C, _AT = "_wid_c", "_wid_at"
 _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
 
 
@@ -54,25 +54,20 @@ def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
 def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations, into: str = _C) -> DataFrame:
     """``tagged`` plus ``into``: the largest window closed for the tuple's keys before it arrived."""
     out = tagged.withColumn(into, F.lit(None).cast("long"))
-    chunk = F.floor(F.col("row_num") / ROW_CHUNK)
     for i, shape in enumerate(punctuations.shapes):
-        closing = _first(punctuations, shape).withColumn(_KIND, F.lit(1))
-        out = (running(out.withColumn(_KIND, F.lit(0)), WID_CLOSED, ["row_num", _KIND], chunk, f"_wid_c{i}",
-                       values=closing, partition=shape)
-               .withColumn(into, F.greatest(into, f"_wid_c{i}")).drop(_KIND, f"_wid_c{i}"))
+        out = (before(out, _first(punctuations, shape), WID_CLOSED, f"_wid_c{i}", shape)
+               .withColumn(into, F.greatest(into, f"_wid_c{i}")).drop(f"_wid_c{i}"))
     return out
 
 
 def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
     """``results`` plus ``emit_row``: the least row_num of a matching punctuation closing the
-    row's wid or a later one (a suffix min in wid order)."""
+    row's wid or a later one (a suffix min in wid order: a min over ``-c < 1 - wid``)."""
     out = results.withColumn(EMIT_ROW, F.lit(None).cast("long"))
     for i, shape in enumerate(punctuations.shapes):
-        closing = _first(punctuations, shape).select(*shape, F.col(WID_CLOSED).alias(WID), F.lit(1).alias(_KIND),
-                                                     F.col("row_num").alias(_AT))
-        out = (running(out.withColumn(_KIND, F.lit(0)), _AT, [WID, _KIND], F.floor(F.col(WID) / WID_CHUNK),
-                       f"_wid_e{i}", values=closing, partition=shape, agg="min", reverse=True)
-               .withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}")).drop(_KIND, f"_wid_e{i}"))
+        closing = _first(punctuations, shape).select(*shape, (-F.col(WID_CLOSED)).alias(_AT), "row_num")
+        out = (before(out, closing, "row_num", f"_wid_e{i}", shape, order=_AT, at=1 - F.col(WID), agg="min")
+               .withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}")).drop(f"_wid_e{i}"))
     return out
 
 
