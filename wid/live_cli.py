@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid live``: the live query to completion, then a summary and the first results."""
     plan = Plan.load(args.plan)
     settings = dict(plan.sections.get("live", {}))
-    files, buckets = settings.pop("files", 4), settings.pop("buckets", 4)
+    files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
     scheme = settings.pop("punctuation", "none")
     if not isinstance(files, int) or files < 1:
         raise WidError(f"plan {plan.path}: [live] files must be a positive whole number, got {files!r}")
