@@ -38,7 +38,7 @@ PARTITIONS = "spark.sql.shuffle.partitions"
 
 def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: bool = True) -> Path:
     """Write ``table`` (with ``row_num``) into ``directory`` as ``parts`` files of consecutive
-    ``row_num`` ranges, plus the end marker (``row_num`` = last + 1) when ``end``."""
+    ``row_num`` ranges, plus the end marker (:func:`end_marker`) when ``end``."""
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise WidError(f"{directory} is not empty")
