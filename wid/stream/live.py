@@ -127,8 +127,9 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     on_all = marks.closed is not None and not marks.pattern
     routed = tagged.withColumn(_OWN, bucket_of).withColumn(_BUCKET, F.explode(everywhere if on_all else F.array(_OWN)))
     own = F.col(_BUCKET) == F.col(_OWN)  # elsewhere, a tuple is a mark: row_num and wid_closed only
-    parts = [_select(routed, columns, {**{c: F.when(own, F.col(c)) for c in tagged.columns}, "row_num": F.col("row_num"),
-                                       _BUCKET: F.col(_BUCKET), KIND: F.when(own, TUPLE).otherwise(MARK),
+    parts = [_select(routed, columns, {**{c: F.when(own, F.col(c)) for c in tagged.columns},
+                                       "row_num": F.col("row_num"), _BUCKET: F.col(_BUCKET),
+                                       KIND: F.when(own, TUPLE).otherwise(MARK),
                                        WID_CLOSED: marks.closed if marks.closed is not None else F.lit(None)})]
     if given is not None:
         targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
@@ -145,7 +146,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
                                                _BUCKET: F.col(_BUCKET), KIND: F.lit(END)}))
     layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent",
-                     tuple(f.name for f in columns))
+                     tuple(f.name for f in columns), on_all)
     out = _union(parts).groupBy(_BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output,
                                                                     "Append", "None")
     return _views_of(compiled, out, payload, buckets)
@@ -159,7 +160,7 @@ def _union(frames: list[DataFrame]) -> DataFrame:
 
 
 def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool,
-            columns: tuple[str, ...]) -> Layout:
+            columns: tuple[str, ...], on_all: bool) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
     tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
     given = marks.given
@@ -174,7 +175,7 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
     closed = StructType([StructField("_wid_shape", IntegerType()), *_typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, LongType())])
     return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
-                  own=bool(marks.pattern), on_all=marks.closed is not None and not marks.pattern, shift=marks.shift,
+                  own=bool(marks.pattern), on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
                   columns=columns)
 

@@ -37,7 +37,8 @@ def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate], panes: Str
             out[name] = value.notna().astype("int64")
         elif a.fn == "avg":
             exact = isinstance(panes[name + "s"].dataType, DecimalType)
-            out[name + "s"], out[name + "n"] = value if exact else value.astype("float64"), value.notna().astype("int64")
+            out[name + "s"] = value if exact else value.astype("float64")
+            out[name + "n"] = value.notna().astype("int64")
         else:
             out[name] = value
     return pd.DataFrame(out, index=tuples.index)
