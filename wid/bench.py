@@ -382,7 +382,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--fca", type=int, metavar="SECONDS",
                         help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
     parser.add_argument("--live", action="store_true",
-                        help="time only wid live mode vs Spark's streaming window() with a watermark on --rows")
+                        help="time only wid live mode vs Spark's streaming window() with a watermark on --rows, "
+                             "--slide and each of --ratios")
     parser.set_defaults(command=run)
     return parser
 
@@ -392,7 +393,9 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if min(args.rows, args.segments, args.slide, args.repeat) < 1:
         raise WidError("--rows, --segments, --slide and --repeat must be >= 1")
     if args.live:
-        print("\n".join(live_bench(session(), args.rows, args.segments)))
+        for ratio in args.ratios:  # Spark's window() makes range/slide copies of each tuple; wid one pane range
+            print("\n".join(live_bench(session(), args.rows, args.segments, range_s=ratio * args.slide,
+                                       slide_s=args.slide)))
         return 0
     if args.spl:
         for name, best in spl(session(), args.rows, args.repeat).items():

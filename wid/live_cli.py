@@ -15,8 +15,6 @@ micro-batch goes to stderr.
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -46,14 +44,10 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid live``: the live query to completion, then a summary and the first results."""
     plan = Plan.load(args.plan)
     settings = dict(plan.sections.get("live", {}))
-    files, buckets = settings.pop("files", 4), settings.pop("buckets", 4)
+    files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
     scheme = settings.pop("punctuation", "none")
     if not isinstance(files, int) or files < 1:
         raise WidError(f"plan {plan.path}: [live] files must be a positive whole number, got {files!r}")
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("wid live: %(message)s"))
-    live_run.log.addHandler(handler)
-    live_run.log.setLevel(logging.INFO)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="wid-live-"))
     spark = session()
     data = plan.register(spark, args.rows)

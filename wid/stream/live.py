@@ -9,10 +9,14 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 2. The generator's :class:`wid.stream.punctuate.Marks`: punctuations supplied by the source
    (``embedded(punct_stream)``: a streaming frame that must reach the query in ``row_num``
    order with the tuples, e.g. both read from one file source), or each tuple's own mark.
-3. :class:`wid.stream.live_state.Sequencer` (the whole stream, narrow rows): ``row_num`` order
-   across micro-batches, and marks on all keys as punctuations, sent to every bucket.
-4. :class:`wid.stream.live_state.PaneProcessor` per hash bucket of the grouping keys: panes,
-   emission at punctuations, late rows.
+3. Routing (no shuffle but the one into the stateful step): a tuple goes to the hash bucket of
+   its keys; a tuple whose mark is on all keys (slack, heartbeat) also goes to every other
+   bucket as a narrow mark row; a punctuation goes to the buckets of the keys it binds; the
+   end marker goes everywhere.
+4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator): ``row_num``
+   order, marks as punctuations, panes, emission at punctuations, late rows.
+5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
+   of Spark's own types, a decimal's avg exact as in :func:`wid.query`.
 
 Run to completion over the same rows, ``results`` equals ``wid.replay(...).results`` and
 ``late`` equals its ``late``: each window is emitted at the first punctuation that closes it,
@@ -27,20 +31,20 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
 
-from wid.aggregate.range import range_aggregate
+from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
 from wid.text import WindowQuery
-from wid.stream.live_state import END, KIND, PUNCTUATION, TUPLE, Layout, PaneProcessor, Sequencer
+from wid.stream.live_state import END, KIND, LAST, MARK, PUNCTUATION, TUPLE, Layout, PaneProcessor
 from wid.stream.punctuate import Generator, Marks
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_BUCKET, _ONE = "_wid_bucket", "_wid_one"
+_BUCKET, _OWN = "_wid_bucket", "_wid_own"
 _views = itertools.count()
 
 
@@ -48,13 +52,15 @@ _views = itertools.count()
 class Live:
     """``frame``: ``kind`` ('result' | 'late') with the columns of replay's ``results`` and
     ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
-    always 0: live mode has no allowed lateness). All three
-    are views of one streaming plan: start ``frame`` (see :func:`start`) to run it once."""
+    always 0: live mode has no allowed lateness). All three are views of one streaming plan:
+    start ``frame`` (:func:`wid.stream.live_run.start`: its stateful step gets one partition
+    per bucket of ``buckets``) to run it once."""
 
     frame: DataFrame
     results: DataFrame
     late: DataFrame
     compiled: CompiledQuery
+    buckets: int
 
 
 def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> CompiledQuery:
@@ -90,7 +96,7 @@ def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column
 
 
 def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: Generator | None = None,
-         *, buckets: int = 4) -> Live:
+         *, buckets: int = 2) -> Live:
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
     hash buckets of the grouping keys (keys of the pane state)."""
     if not stream.isStreaming:
@@ -116,27 +122,34 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
                StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType())]
     hashed = list(marks.pattern) or keys
-    spread_all = F.sequence(F.lit(0), F.lit(buckets - 1))
+    everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
-    own = marks.closed if marks.pattern else None
-    parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, _BUCKET: bucket_of,
-                                       KIND: F.lit(TUPLE), WID_CLOSED: own if own is not None else F.lit(None)})]
+    on_all = marks.closed is not None and not marks.pattern
+    routed = tagged.withColumn(_OWN, bucket_of).withColumn(_BUCKET, F.explode(everywhere if on_all else F.array(_OWN)))
+    own = F.col(_BUCKET) == F.col(_OWN)  # elsewhere, a tuple is a mark: row_num and wid_closed only
+    parts = [_select(routed, columns, {**{c: F.when(own, F.col(c)) for c in tagged.columns},
+                                       "row_num": F.col("row_num"), _BUCKET: F.col(_BUCKET),
+                                       KIND: F.when(own, TUPLE).otherwise(MARK),
+                                       WID_CLOSED: marks.closed if marks.closed is not None else F.lit(None)})]
     if given is not None:
-        targets = spread_all  # a punctuation binding every hashed key goes to its bucket only
+        targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
         if hashed and set(hashed) <= set(given.pattern):
             bound = F.lit(True)
             for k in hashed:
                 bound = bound & F.col(k).isNotNull()
-            targets = F.when(bound, F.array(bucket_of)).otherwise(spread_all)
-        routed = given.frame.withColumn(_BUCKET, F.explode(targets))
-        parts.append(_select(routed, columns, {**{c: F.col(c) for c in routed.columns}, KIND: F.lit(PUNCTUATION)}))
-    on_all = _sequenced(stream, tagged, marks).withColumn(_BUCKET, F.explode(spread_all))
-    parts.append(_select(on_all, columns, {c: F.col(c) for c in on_all.columns}))
+            targets = F.when(bound, F.array(bucket_of)).otherwise(everywhere)
+        punctuations = given.frame.withColumn(_BUCKET, F.explode(targets))
+        parts.append(_select(punctuations, columns, {**{c: F.col(c) for c in punctuations.columns},
+                                                     KIND: F.lit(PUNCTUATION)}))
+    if ending:
+        marker = stream.where(F.col(END_COLUMN)).withColumn(_BUCKET, F.explode(everywhere))
+        parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
+                                               _BUCKET: F.col(_BUCKET), KIND: F.lit(END)}))
     layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent",
-                     tuple(f.name for f in columns))
+                     tuple(f.name for f in columns), on_all)
     out = _union(parts).groupBy(_BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output,
                                                                     "Append", "None")
-    return _views_of(compiled, out, payload)
+    return _views_of(compiled, out, payload, buckets)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -146,42 +159,37 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _sequenced(stream: DataFrame, tagged: DataFrame, marks: Marks) -> DataFrame:
-    """The :class:`Sequencer` over every element's ``(row_num, kind, own mark on all keys)``:
-    the punctuations on all keys and the end marker."""
-    on_all = marks.closed if marks.closed is not None and not marks.pattern else F.lit(None)
-    elements = [tagged.select("row_num", F.lit(TUPLE).alias(KIND), on_all.cast("long").alias(WID_CLOSED))]
-    if marks.given is not None:
-        elements.append(marks.given.frame.select("row_num", F.lit(PUNCTUATION).alias(KIND),
-                                                 F.lit(None).cast("long").alias(WID_CLOSED)))
-    if END_COLUMN in stream.columns:
-        elements.append(stream.where(F.col(END_COLUMN)).select(
-            "row_num", F.lit(END).alias(KIND), F.lit(None).cast("long").alias(WID_CLOSED)))
-    return (_union(elements).withColumn(_ONE, F.lit(0)).groupBy(_ONE).transformWithStateInPandas(
-        Sequencer(marks.shift), "row_num long, _wid_kind int, wid_closed long", "Append", "None"))
-
-
 def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool,
-            columns: tuple[str, ...]) -> Layout:
+            columns: tuple[str, ...], on_all: bool) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
     tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern
     shapes = given.shapes if given is not None else (marks.pattern,)
+    types = {f.name: f.dataType for f in tagged.schema.fields}
     partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
-        *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i)]).schema
-    finals = range_aggregate(tagged, keys, aggregates).schema
+        *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
     output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
-                         StructField(EMIT_ROW, LongType()), *_typed(finals, [a.alias for a in aggregates])])
+                         StructField(EMIT_ROW, LongType()), *partials.schema.fields[len(keys) + 2:]])
     closed = StructType([StructField("_wid_shape", IntegerType()), *_typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, LongType())])
     return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
-                  own=bool(marks.pattern), consistent=consistent, pane_schema=partials, closed_schema=closed,
-                  output=output, columns=columns)
+                  own=bool(marks.pattern), on_all=on_all, shift=marks.shift,
+                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
+                  columns=columns)
 
 
-def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str]) -> Live:
+def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
+    """:meth:`Aggregate.final` over one window's merged partials (each merge over one row is
+    the partial itself): the aggregate of :func:`wid.query`, of the same type."""
+    text = aggregate.final(index, dtype)
+    for name, sql in aggregate.merge(index):
+        text = text.replace(sql, f"`{name}`")
+    return F.expr(text)
+
+
+def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int) -> Live:
     """``frame``, ``results`` and ``late`` over the processor's output ``out``; an output name
     that is also a stream column reads the result's column on result rows."""
     is_result = F.col("kind") == "result"
@@ -193,9 +201,12 @@ def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str]) -> Li
     columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
     for c in [*payload, WID]:
         columns.setdefault(c, F.col(c))
+    types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
+    out = out.select("kind", *payload, *[k for k in compiled.keys if k not in payload], WID, EMIT_ROW,
+                     *[_final(a, i, types.get(a.arg)).alias(a.alias) for i, a in enumerate(compiled.aggregates)])
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
     results = frame.where(is_result).select(*named, EMIT_ROW, REVISION)
     late = frame.where(~is_result).select(*payload, WID)
-    return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled)
+    return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)

@@ -2,9 +2,12 @@
 
 - :func:`split_into_files`: a table in ``row_num`` order as ``parts`` parquet files (modification
   times increasing, the order a file source reads them in), each with ``wid_end`` false, and a
-  last file holding the end-of-stream marker;
-- :func:`run`: start ``Live.frame`` into a parquet sink with a checkpoint (one micro-batch per
-  file, ``Trigger.AvailableNow`` by default), logging a line per micro-batch, until it stops;
+  last file holding the end-of-stream marker (:func:`end_marker`);
+- :func:`start`: ``Live.frame`` into a parquet sink with a checkpoint (one micro-batch per
+  file, ``Trigger.AvailableNow`` by default, else a trigger every second);
+- :func:`run`: wait for a query, logging a line per micro-batch;
+- :func:`stop`: stop a running query; ``flush=True`` first appends the end marker to its source
+  directory and waits for it, so the end of the stream closes every open window (as replay's);
 - :func:`read_output`: the sink's committed rows as ``(results, late)``.
 
 The file sink records each micro-batch in its log, and the checkpoint holds the source offsets
@@ -30,11 +33,12 @@ from wid.errors import WidError
 from wid.stream.live import END_COLUMN, Live
 
 log = logging.getLogger("wid.live")
+PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: bool = True) -> Path:
     """Write ``table`` (with ``row_num``) into ``directory`` as ``parts`` files of consecutive
-    ``row_num`` ranges, plus the end marker (``row_num`` = last + 1) when ``end``."""
+    ``row_num`` ranges, plus the end marker (:func:`end_marker`) when ``end``."""
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise WidError(f"{directory} is not empty")
@@ -44,17 +48,28 @@ def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: b
     frame = frame.append_column(END_COLUMN, pa.array([False] * frame.num_rows, pa.bool_()))
     size = -(-frame.num_rows // max(parts, 1))
     pieces = [frame.slice(i * size, size) for i in range(parts)]
-    if end:
-        last = frame["row_num"][-1].as_py() if frame.num_rows else -1
-        marker = {c: pa.nulls(1, frame.schema.field(c).type) for c in frame.column_names}
-        marker["row_num"], marker[END_COLUMN] = pa.array([last + 1], pa.int64()), pa.array([True])
-        pieces.append(pa.table(marker, schema=frame.schema))
     base = time.time() - len(pieces) - 10
     for i, piece in enumerate(pieces):
         path = directory / f"part-{i:05d}.parquet"
         pq.write_table(piece, path)
         os.utime(path, (base + i, base + i))
+    if end:
+        end_marker(directory, frame.schema, base + parts)
     return directory
+
+
+def end_marker(directory: str | Path, schema: pa.Schema, mtime: float | None = None) -> Path:
+    """The end-of-stream marker file in ``directory``: one row of ``schema`` with ``wid_end``
+    true and every other column NULL (``row_num`` NULL: after every element), modified at
+    ``mtime`` (default now: read after every file already there)."""
+    schema = pa.schema([f.with_nullable(True) for f in schema])
+    marker = {f.name: pa.nulls(1, f.type) for f in schema}
+    marker[END_COLUMN] = pa.array([True])
+    path = Path(directory) / "part-end.parquet"
+    pq.write_table(pa.table(marker, schema=schema), path)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
 
 
 def source(spark: SparkSession, directory: str | Path, files_per_batch: int = 1) -> DataFrame:
@@ -65,10 +80,19 @@ def source(spark: SparkSession, directory: str | Path, files_per_batch: int = 1)
 
 
 def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: bool = True) -> StreamingQuery:
-    """``live.frame`` appended to the parquet files of ``sink``, checkpointed in ``checkpoint``."""
+    """``live.frame`` appended to the parquet files of ``sink``, checkpointed in ``checkpoint``;
+    its stateful step has ``live.buckets`` partitions (Spark fixes a query's state partitions
+    at its first start from ``spark.sql.shuffle.partitions``, set for the start only: each
+    partition costs a task, a Python worker call and a state store commit per micro-batch)."""
     writer = live.frame.writeStream.format("parquet").option("checkpointLocation", str(checkpoint))
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="1 second")
-    return writer.outputMode("append").start(str(sink))
+    spark = live.frame.sparkSession
+    previous = spark.conf.get(PARTITIONS)
+    spark.conf.set(PARTITIONS, str(live.buckets))
+    try:
+        return writer.outputMode("append").start(str(sink))
+    finally:
+        spark.conf.set(PARTITIONS, previous)
 
 
 def progress_line(progress: dict) -> str:
@@ -99,6 +123,26 @@ def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
     if query.exception() is not None:
         raise _failure(query.exception())
     return seen
+
+
+def stop(query: StreamingQuery, directory: str | Path, flush: bool = False) -> None:
+    """Stop ``query`` (started by :func:`start` over :func:`source` of ``directory``). ``flush``:
+    first the end marker into ``directory`` and every file processed: the end of the stream
+    closes every open window (``emit_row`` NULL), as at the end of replay. Without it, open
+    windows stay in the checkpoint's state for a restart."""
+    if flush:
+        if not query.isActive:
+            raise WidError("flush needs a running query (an AvailableNow query ends on its own)")
+        files = sorted(Path(directory).glob("*.parquet"))
+        schema = pq.read_schema(files[0]) if files else None
+        if schema is None or END_COLUMN not in schema.names:
+            raise WidError(f"flush writes an end marker: {directory} needs parquet files with a {END_COLUMN} column")
+        end_marker(directory, schema)
+        try:
+            query.processAllAvailable()
+        except StreamingQueryException as error:
+            raise _failure(error) from None
+    query.stop()
 
 
 def _failure(error: Exception) -> WidError:

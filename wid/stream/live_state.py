@@ -1,20 +1,26 @@
-"""The stateful steps of live mode (``transformWithStateInPandas``, time mode "None").
+"""The stateful step of live mode (``transformWithStateInPandas``, time mode "None").
 
-Both are window-agnostic: they see ``row_num``, a kind (0 tuple, 1 punctuation, 2 end of
-stream), keys, ``wid_lo``/``wid_hi``, values and ``wid_closed``, never the window spec.
+:class:`PaneProcessor` is window-agnostic: per hash bucket of the grouping keys it sees the
+bucket's stream elements, ``row_num`` and a kind each (0 tuple, 1 mark: another bucket's
+tuple, 2 punctuation, 3 end of stream), keys, ``wid_lo``/``wid_hi``, values and
+``wid_closed``, never the window spec. Its state, per bucket: the panes (partials) of its
+keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, and the
+marks on all keys not due yet; nothing per tuple.
 
-- :class:`Sequencer` (one key: the whole stream, narrow rows) checks that ``row_num`` never
-  goes backwards across micro-batches and turns the tuples' own marks into punctuations
-  on all keys: only the records (a mark above every earlier one) are kept; a mark at
-  ``row_num + shift`` beyond the stream seen so far waits in state until the stream passes it.
-- :class:`PaneProcessor` (one key per hash bucket of the grouping keys) holds the pane
-  partials of its keys and the largest ``wid_closed`` per punctuation pattern. Per
-  micro-batch, with ``C`` = the largest window closed for a tuple's keys when it arrives
-  (state, then the batch's earlier punctuations): the tuple is late for ``[wid_lo, min(wid_hi, C)]``
-  (consistent: for all of it once any part is late) and adds its on-time range to the panes;
-  every window a punctuation closes is emitted, ``emit_row`` = the first punctuation of the
-  batch closing it (NULL: the end of the stream), and the panes are cut to the open windows.
-  Nothing per tuple stays in state.
+Per micro-batch:
+
+1. Order: the batch's first ``(row_num, kind)`` must come after the last one of earlier
+   batches (every element a bucket's windows depend on reaches that bucket, so this is the
+   order replay sees for them); the end marker comes last.
+2. Marks on all keys (slack, heartbeat: every tuple reaches every bucket, as itself or as a
+   mark): the records (a mark above every earlier one) become punctuations on all keys at
+   ``row_num + shift``; one beyond the stream seen so far waits in state until it passes.
+3. With ``C`` = the largest window closed for a tuple's keys when it arrives (state, then the
+   batch's earlier punctuations): the tuple is late for ``[wid_lo, min(wid_hi, C)]``
+   (consistent: for all of it once any part is late) and adds its on-time range to the panes.
+4. Every window a punctuation closes is emitted with its partials, ``emit_row`` = the first
+   punctuation of the batch closing it (NULL: the end of the stream); the panes are cut to
+   the open windows.
 """
 
 from __future__ import annotations
@@ -30,15 +36,15 @@ from pyspark.sql.types import LongType, StructField, StructType
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.errors import WidError
-from wid.stream.panes import HI, LO, finals, merge, partial_names, spread, tuple_partials
+from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
-TUPLE, PUNCTUATION, END = 0, 1, 2
+TUPLE, MARK, PUNCTUATION, END = 0, 1, 2, 3
 KIND = "_wid_kind"
 NONE = np.iinfo(np.int64).min  # no window closed yet
+LAST = np.iinfo(np.int64).max  # the row_num of an end marker without one: after everything
 _RUN, _AT = "_wid_run", "_wid_at"
-
-
 _INTEGRAL = ("long", "integer", "short", "byte")
+_PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
 
 
 def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
@@ -65,48 +71,32 @@ def _concat(rows: Iterator[pd.DataFrame], names: list[str]) -> pd.DataFrame:
     return frame
 
 
-class Sequencer(StatefulProcessor):
-    """Input ``(row_num, _wid_kind, wid_closed)`` of every stream element; output the
-    punctuations on all keys ``(row_num, _wid_kind, wid_closed)`` and the end marker."""
+def check_order(events: pd.DataFrame, last: tuple | None) -> None:
+    """A :class:`WidError` if ``events`` (sorted) do not all come after ``last`` (``(row_num,
+    kind)`` of the previous batches' last element) or the end marker is not the last element."""
+    head = (int(events["row_num"].iloc[0]), int(events[KIND].iloc[0]))
+    if last is not None and last[1] == END:
+        raise WidError(f"wid: row_num {head[0]} arrives after the end-of-stream marker")
+    if last is not None and head <= (last[0], last[1]):
+        raise WidError(f"wid: row_num {head[0]} arrives after row_num {last[0]} of an earlier micro-batch "
+                       "(row_num must not go backwards)")
+    ends = (events[KIND] == END).to_numpy()
+    if ends.any() and (ends.sum() > 1 or not ends[-1]):
+        raise WidError("wid: the end-of-stream marker must be the last element of the stream")
 
-    def __init__(self, shift: int) -> None:
-        self.shift = shift
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        self.last = handle.getValueState("last", "row_num long, kind int, high long")
-        self.pending_schema = StructType([StructField("row_num", LongType()), StructField("closed", LongType())])
-        self.pending = handle.getListState("pending", self.pending_schema)
-
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
-        events = _concat(rows, ["row_num", KIND, CLOSED, "one"]).sort_values(["row_num", KIND], kind="stable")
-        last = self.last.get() if self.last.exists() else None
-        head = (int(events["row_num"].iloc[0]), int(events[KIND].iloc[0]))
-        if last is not None and last[1] == END:
-            raise WidError(f"wid: row_num {head[0]} arrives after the end-of-stream marker (row_num {last[0]})")
-        if last is not None and head <= (last[0], last[1]):
-            raise WidError(f"wid: row_num {head[0]} arrives after row_num {last[0]} of an earlier micro-batch "
-                           "(row_num must not go backwards)")
-        ends = events[KIND] == END
-        if ends.any() and (ends.sum() > 1 or not ends.iloc[-1]):
-            raise WidError("wid: the end-of-stream marker must be the last element of the stream")
-        high = NONE if last is None or last[2] is None else last[2]
-        marks = events[events[CLOSED].notna()]
-        candidates = _stack([pd.DataFrame(list(self.pending.get()), columns=["row_num", CLOSED]),
-                             pd.DataFrame({"row_num": marks["row_num"] + self.shift, CLOSED: marks[CLOSED]})])
-        candidates = candidates.astype("int64").sort_values("row_num", kind="stable")
-        before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
-        candidates = candidates[candidates[CLOSED].to_numpy() > before]  # records only
-        due = (candidates["row_num"] <= events["row_num"].max()).to_numpy() | bool(ends.any())
-        out, waiting = candidates[due], candidates[~due]
-        self.pending.put(records(waiting, self.pending_schema)) if len(waiting) else self.pending.clear()
-        high = max(high, int(out[CLOSED].max())) if len(out) else high
-        self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
-        punctuations = pd.DataFrame({"row_num": out["row_num"], KIND: PUNCTUATION, CLOSED: out[CLOSED]})
-        yield _stack([punctuations, events.loc[ends, ["row_num", KIND, CLOSED]]]).astype(
-            {"row_num": "int64", KIND: "int32"})
-
-    def close(self) -> None:
-        pass
+def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high: int, shift: int,
+                end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(due, waiting)``: the records among the ``pending`` marks and the batch's tuple marks
+    (at ``row_num + shift``) above ``high`` (the largest emitted), due when the stream has
+    passed them (or ended); columns ``row_num``, ``wid_closed``."""
+    marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
+    candidates = _stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
+    candidates = candidates.astype("int64").sort_values("row_num", kind="stable")
+    before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
+    candidates = candidates[candidates[CLOSED].to_numpy() > before]
+    due = (candidates["row_num"] <= events["row_num"].max()).to_numpy() | end
+    return candidates[due], candidates[~due]
 
 
 @dataclass(frozen=True)
@@ -114,7 +104,8 @@ class Layout:
     """What :class:`PaneProcessor` sees: grouping ``keys``, the punctuation ``pattern`` columns
     and their ``shapes`` (bound together), ``payload`` (the stream's columns, for late rows),
     ``aggregates`` over value columns, ``own`` (tuples punctuate ``pattern`` themselves with
-    their ``wid_closed``), ``consistent``, the state and output schemas and the input's ``columns``."""
+    their ``wid_closed``), ``on_all`` (tuples' ``wid_closed`` are marks on all keys, at
+    ``row_num + shift``), ``consistent``, the state and output schemas and the input's ``columns``."""
 
     keys: tuple[str, ...]
     pattern: tuple[str, ...]
@@ -122,6 +113,8 @@ class Layout:
     payload: tuple[str, ...]
     aggregates: tuple[Aggregate, ...]
     own: bool
+    on_all: bool
+    shift: int
     consistent: bool
     pane_schema: StructType
     closed_schema: StructType
@@ -131,7 +124,8 @@ class Layout:
 
 class PaneProcessor(StatefulProcessor):
     """Per hash bucket: the panes and closed windows of its keys; output rows of kind
-    ``result`` (keys, ``wid``, aggregates, ``emit_row``) and ``late`` (payload, ``wid``)."""
+    ``result`` (keys, ``wid``, the window's merged partials, ``emit_row``) and ``late``
+    (payload, ``wid``)."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
@@ -139,6 +133,8 @@ class PaneProcessor(StatefulProcessor):
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.panes = handle.getListState("panes", self.layout.pane_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
+        self.last = handle.getValueState("last", "row_num long, kind int, high long")
+        self.pending = handle.getListState("pending", _PENDING)
 
     def _shape(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
         """The punctuations whose bound pattern columns are exactly ``shape``."""
@@ -156,17 +152,32 @@ class PaneProcessor(StatefulProcessor):
         found = frame[list(shape)].merge(table[[*shape, CLOSED]], on=list(shape), how="left")[CLOSED]
         return found.fillna(NONE).astype("int64").to_numpy()
 
+    def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
+        """Steps 1 and 2 (state: the last element, the pending marks): the batch's punctuations
+        on all keys, ``row_num`` and ``wid_closed``."""
+        last = self.last.get() if self.last.exists() else None
+        check_order(events, last)
+        high = NONE if last is None or last[2] is None else last[2]
+        due = events.iloc[0:0][["row_num", CLOSED]]
+        if self.layout.on_all:
+            pending = pd.DataFrame(list(self.pending.get()), columns=["row_num", CLOSED])
+            due, waiting = on_all_keys(events, pending, high, self.layout.shift, end)
+            self.pending.put(records(waiting, _PENDING)) if len(waiting) else self.pending.clear()
+            high = max(high, int(due[CLOSED].max())) if len(due) else high
+        self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
+        return due
+
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         lay = self.layout
-        events = _concat(rows, list(lay.columns))
+        events = _concat(rows, list(lay.columns)).sort_values(["row_num", KIND], kind="stable")
         end = bool((events[KIND] == END).any())
-        events = events[events[KIND] != END].sort_values(["row_num", KIND], kind="stable")
+        on_all = self._sequence(events, end)
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
-        punctuations = events[events[KIND] == PUNCTUATION]
+        punctuations = _stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
-            punctuations = _stack([punctuations, tuples[tuples[CLOSED].notna()]]).sort_values(
-                ["row_num", KIND], kind="stable")
-        punctuations = punctuations[["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
+            punctuations = _stack([punctuations, tuples[tuples[CLOSED].notna()]])
+        punctuations = punctuations.sort_values(["row_num", KIND], kind="stable")[
+            ["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
         names = [n for n, _ in partial_names(list(lay.aggregates))]
         state_closed = pd.DataFrame(list(self.closed.get()), columns=["_wid_shape", *lay.pattern, CLOSED])
         state_panes = pd.DataFrame(list(self.panes.get()), columns=[*lay.keys, LO, HI, *names])
@@ -204,7 +215,8 @@ class PaneProcessor(StatefulProcessor):
         row, w = spread(lo[late_at], late_hi[late_at])
         late = tuples.iloc[late_at[row]][list(lay.payload)].reset_index(drop=True).assign(**{WID: w})
         on = on_lo <= hi
-        fresh = pd.concat([tuples.loc[on, list(lay.keys)], tuple_partials(tuples[on], list(lay.aggregates))], axis=1)
+        fresh = pd.concat([tuples.loc[on, list(lay.keys)],
+                           tuple_partials(tuples[on], list(lay.aggregates), lay.pane_schema)], axis=1)
         fresh[LO], fresh[HI] = on_lo[on], hi[on]
         panes = merge(_stack([state_panes, fresh[[*lay.keys, LO, HI, *names]]]),
                       [*lay.keys, LO, HI], list(lay.aggregates))
@@ -217,9 +229,7 @@ class PaneProcessor(StatefulProcessor):
         row, w = spread(p_lo, np.minimum(p_hi, closed))
         windows = merge(panes.iloc[row][[*lay.keys, *names]].assign(**{WID: w}), [*lay.keys, WID],
                         list(lay.aggregates))
-        results = pd.DataFrame({**{k: windows[k] for k in lay.keys}, WID: windows[WID],
-                                EMIT_ROW: self._emit_rows(windows, punctuations),
-                                **finals(windows, list(lay.aggregates))})
+        results = windows.assign(**{EMIT_ROW: self._emit_rows(windows, punctuations)})
         left = np.zeros(len(panes), dtype=bool) if end else p_hi > closed
         panes = panes[left].assign(**{LO: np.maximum(p_lo, np.minimum(closed, p_hi) + 1)[left]})
         panes = merge(panes, [*lay.keys, LO, HI], list(lay.aggregates))
@@ -253,9 +263,7 @@ class PaneProcessor(StatefulProcessor):
         columns = {}
         for field in self.layout.output.fields:
             value = out[field.name] if field.name in out.columns else pd.Series(None, index=out.index, dtype="object")
-            if field.dataType.typeName() in ("long", "integer", "short", "byte"):
-                value = pd.array(value.astype("object").where(value.notna(), None).tolist(), dtype="Int64")
-            columns[field.name] = value
+            columns[field.name] = value.astype("Int64") if field.dataType.typeName() in _INTEGRAL else value
         return pd.DataFrame(columns, index=out.index)
 
     def close(self) -> None:

@@ -1,19 +1,24 @@
 """Pane partials in pandas, for the live state: window-agnostic like :mod:`wid.aggregate.range`.
 
 A pane is ``(keys, wid_lo, wid_hi)`` with the decomposable partials of the tuples whose
-(on-time) range it is: ``count -> sum``, ``sum -> sum``, ``min -> min``, ``max -> max``,
-``avg -> (sum of doubles, count)``. Panes of equal range merge; a window's aggregate is the
-merge of the panes whose range holds it.
+(on-time) range it is, typed as :meth:`Aggregate.partials`: ``count -> sum``, ``sum -> sum``,
+``min -> min``, ``max -> max``, ``avg -> (sum, count)`` (the sum of a decimal as exact
+decimals, of other numbers as doubles). Panes of equal range merge; a window's partials are
+the merge of the panes whose range holds it (its aggregate: :meth:`Aggregate.final` of them).
 """
 
 from __future__ import annotations
 
+import decimal
+
 import numpy as np
 import pandas as pd
+from pyspark.sql.types import DecimalType, StructType
 
 from wid.aggregate.range import Aggregate
 
 LO, HI = "wid_lo", "wid_hi"
+DIGITS = 80  # decimal sums in Python: exact far beyond Spark's 38 digits
 
 
 def partial_names(aggregates: list[Aggregate]) -> list[tuple[str, str]]:
@@ -22,8 +27,8 @@ def partial_names(aggregates: list[Aggregate]) -> list[tuple[str, str]]:
             for i, a in enumerate(aggregates) for name, _ in a.partials(i)]
 
 
-def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate]) -> pd.DataFrame:
-    """One partial row per tuple (the partials of a one-tuple pane)."""
+def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate], panes: StructType) -> pd.DataFrame:
+    """One partial row per tuple (the partials of a one-tuple pane); ``panes``: the pane schema."""
     out = {}
     for i, a in enumerate(aggregates):
         name = f"_wid_p{i}"
@@ -31,7 +36,9 @@ def tuple_partials(tuples: pd.DataFrame, aggregates: list[Aggregate]) -> pd.Data
         if a.fn == "count":
             out[name] = value.notna().astype("int64")
         elif a.fn == "avg":
-            out[name + "s"], out[name + "n"] = value.astype("float64"), value.notna().astype("int64")
+            exact = isinstance(panes[name + "s"].dataType, DecimalType)
+            out[name + "s"] = value if exact else value.astype("float64")
+            out[name + "n"] = value.notna().astype("int64")
         else:
             out[name] = value
     return pd.DataFrame(out, index=tuples.index)
@@ -42,22 +49,10 @@ def merge(frame: pd.DataFrame, by: list[str], aggregates: list[Aggregate]) -> pd
     if frame.empty:
         return frame[[*by, *[n for n, _ in partial_names(aggregates)]]].reset_index(drop=True)
     groups = frame.groupby(by, dropna=False, sort=False)
-    parts = [groups[name].sum(min_count=1) if how == "sum" else getattr(groups[name], how)()
-             for name, how in partial_names(aggregates)]
+    with decimal.localcontext(prec=DIGITS):  # Python's default context rounds sums at 28 digits
+        parts = [groups[name].sum(min_count=1) if how == "sum" else getattr(groups[name], how)()
+                 for name, how in partial_names(aggregates)]
     return pd.concat(parts, axis=1).reset_index()
-
-
-def finals(frame: pd.DataFrame, aggregates: list[Aggregate]) -> dict[str, pd.Series]:
-    """Each aggregate's value (by alias) from merged partials."""
-    out = {}
-    for i, a in enumerate(aggregates):
-        name = f"_wid_p{i}"
-        if a.fn == "avg":
-            n = frame[name + "n"]
-            out[a.alias] = (frame[name + "s"] / n.where(n > 0)).astype("float64")
-        else:
-            out[a.alias] = frame[name]
-    return out
 
 
 def spread(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
