@@ -122,7 +122,8 @@ def test_quoted_unicode_and_hostile_names_compile_and_inject_nothing(spark):
     spark.sql(f"CREATE OR REPLACE TEMP VIEW {stream} AS SELECT * FROM sqlcat_named")
     key = "`" + hostile.replace("`", "``") + "`"
     for window in ["RANGE 10 SLIDE 5 WATTR `horodatage é`", "SESSION 3 WATTR `horodatage é`",
-                   "RANGE 3 ROWS SLIDE 2 ROWS WATTR `horodatage é` PATTR `clé`"]:
+                   "RANGE 3 ROWS SLIDE 2 ROWS WATTR `horodatage é` PATTR `clé`",
+                   f"RANGE 3 ROWS SLIDE 2 ROWS WATTR `horodatage é` PATTR {key}"]:
         text = f"SELECT {key}, sum(`v a l`) AS `total ☃` FROM {stream} [{window}] GROUP BY {key}"
         compiled, expected = spark.sql(wid.to_sql(spark, text)), wid.query(spark, text)
         assert compiled.columns == expected.columns and compiled.columns[-2:] == [hostile, "total ☃"]

@@ -21,7 +21,7 @@ from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Expr, null_like
+from wid.spec.sqlexpr import Expr, null_like, quote
 from wid.spec.windows import WindowSpec
 from wid.text import WindowQuery
 
@@ -117,7 +117,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     keys: dict[str, str] = {}  # normalised expression -> key column
     columns = {c.lower(): c for c in source.columns}
     aliases = {_normal(item.alias): item for item in parsed.select}
-    for i, expr in enumerate([*spec.partition, *parsed.group_by]):
+    for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
         expr = aliases[_normal(expr)].expr if _normal(expr) in aliases and _normal(expr) not in columns else expr
         if _normal(expr) in keys:
             continue
@@ -167,7 +167,8 @@ def resolved(build, *args) -> DataFrame:
         out = build(*args)
         out.schema  # noqa: B018 - forces analysis on classic and Connect sessions alike
     except AnalysisException as error:
-        raise WidError(f"cannot resolve the query: {str(error).splitlines()[0]}") from None
+        first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        raise WidError(f"cannot resolve the query: {first}") from None
     return out
 
 
