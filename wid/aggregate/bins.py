@@ -53,8 +53,8 @@ def ends(x: np.ndarray, r: Number) -> np.ndarray:
         return np.array([v + Decimal(r) for v in x], dtype=object)
 
 
-def _lowest(dtype: np.dtype):
-    """The init bin's id: below every value of ``dtype``."""
+def lowest(dtype: np.dtype):
+    """Below every value of ``dtype`` (the init bin's id): its least integer, or -inf."""
     return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
@@ -65,7 +65,7 @@ class Bins:
 
     def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], x_dtype: np.dtype):
         self.r, self.partials = r, partials
-        self.pos = np.array([_lowest(np.dtype(x_dtype))], dtype=x_dtype)
+        self.pos = np.array([lowest(np.dtype(x_dtype))], dtype=x_dtype)
         self.state = {name: np.array([_identity(kind, dtype)], dtype=dtype)
                       for name, (kind, _, dtype) in partials.items()}
 

@@ -41,7 +41,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, StructField
 
-from wid.aggregate.bins import Bins, add, columns, ends, output, partials
+from wid.aggregate.bins import Bins, add, columns, ends, lowest, output, partials
 from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
                                typed, windows_of)
 from wid.aggregate.range import Aggregate
@@ -165,9 +165,10 @@ def _running_max(values: np.ndarray) -> np.ndarray:
 
 
 def _before(at: np.ndarray, reach: np.ndarray, row: np.ndarray) -> np.ndarray:
-    """``reach`` of the last punctuation before each ``row`` (-inf: none)."""
-    i = np.searchsorted(at, row, side="left")
-    return np.where(i > 0, reach[np.maximum(i - 1, 0)] if len(at) else 0, -np.inf)
+    """``reach`` of the last punctuation before each ``row`` (none: below every value, in
+    ``reach``'s own type, so that longs near 2**62 are never compared as doubles)."""
+    i, low = np.searchsorted(at, row, side="left"), lowest(reach.dtype)
+    return np.where(i > 0, reach[np.maximum(i - 1, 0)] if len(at) else low, low)
 
 
 class _KeyScan:
@@ -182,7 +183,7 @@ class _KeyScan:
         self.reach = _running_max(bounds[order])  # the key's bound after each punctuation
         lagged = ends(bounds[order], -lag) if lag else bounds[order]  # b - L, rounded up to x's type
         self.kept = _running_max(lagged)  # windows below it are late for good (and purged)
-        self.kept_all = _running_max(np.where(wildcard[order], lagged, -np.inf))  # every key's
+        self.kept_all = _running_max(np.where(wildcard[order], lagged, lowest(lagged.dtype)))  # every key's
         self.bound = _before(self.at, self.reach, self.row)
         self.floor = _before(self.at, self.kept, self.row)
         closing = np.searchsorted(self.reach, windows, side="right")  # the first punctuation with b > w
