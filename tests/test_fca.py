@@ -23,7 +23,8 @@ from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
 from wid import bench
 from wid.aggregate import fca
-from wid.bucket.fca import units
+from wid.aggregate.fca import chunk_rows_of
+from wid.bucket.fca import CHUNK, units
 from wid.query import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
@@ -248,3 +249,16 @@ def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():
     assert got["n"].tolist() == [int(e.sum()) for e in inside]
     some = got["n"] > 0
     assert got["m"][some].tolist() == [int(v[e].max()) for e, s in zip(inside, some) if s]
+
+
+def test_chunks_hold_every_tuple_near_the_long_limit(spark):
+    """Longs near 2**61 with a tiny span: Spark places each tuple in the chunk of its double
+    (``floor(x / width)`` divides doubles), so the chunk range the punctuations are sent to must be
+    computed the same way, or they miss the tuples' chunk (windows then emitted only at the end)."""
+    base = 2**61 - 2000
+    spark.createDataFrame([(i, base + i % 7, 1.0) for i in range(40)], "row_num long, x long, v double") \
+        .createOrReplaceTempView("fca_big")
+    compiled = compile_query(spark, "SELECT count(*) AS n FROM fca_big [RANGE 1 RATTR x SLIDE 1 ROW SATTR row_num]")
+    chunks = chunk_rows_of(compiled.tagged, units(compiled.tagged, compiled.spec)[0], [], compiled.aggregates)
+    found = chunks.rows.agg(F.min(CHUNK), F.max(CHUNK)).first()
+    assert chunks.first <= found[0] <= found[1] <= chunks.last

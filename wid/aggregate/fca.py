@@ -120,7 +120,15 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     rows = rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
     if low is None:
         return Chunks(rows, width, 0, -1)
-    return Chunks(rows, width, math.floor(Decimal(low) / width) - 1, math.ceil((Decimal(high) + r) / width))
+    decimal = isinstance(tagged.schema[WID_X].dataType, DecimalType)
+    return Chunks(rows, width, _chunk(low, width, decimal) - 1, _chunk(Decimal(high) + r, width, decimal) + 1)
+
+
+def _chunk(v: Number, width: Number, decimal: bool) -> int:
+    """:func:`wid.bucket.fca.chunk_of` of ``v`` as Spark computes it: exactly for decimals, by a
+    division of doubles for longs and doubles (near 2**61 the chunks of longs are those of their
+    doubles, so the edges must be too)."""
+    return math.floor(Decimal(v) / Decimal(width)) if decimal else math.floor(float(v) / float(width))
 
 
 def bins_schema(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
