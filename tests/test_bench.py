@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from wid import bench
+from wid import bench_kinds
 
 
 @pytest.mark.slow
 def test_rows_parallel_times_both_queries_with_the_cores_busy(spark):
-    times = bench.rows_parallel(spark, rows=3000, repeat=1)
+    times = bench_kinds.rows_parallel(spark, rows=3000, repeat=1)
     assert set(times) == {"unpartitioned", "PATTR seg_id"}
     assert all(wall > 0 and cores is not None and cores > 0 for wall, cores in times.values())

@@ -21,7 +21,7 @@ from pyspark.sql.types import StructField, StructType
 import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
-from wid import bench
+from wid import bench_kinds
 from wid.aggregate import fca
 from wid.aggregate.fca import chunk_rows_of
 from wid.bucket.fca import CHUNK, units
@@ -203,10 +203,11 @@ def test_bins_take_tuples_once_in_any_order():
 @pytest.mark.slow
 def test_bench_case_checks_against_spark_range_frame(spark):
     """``wid bench --fca``: wid's rows equal Spark's RANGE frame (else it raises), then timings."""
-    times = bench.fca(spark, rows=400, range_seconds=3, repeat=1)
-    assert bench.has_conf(spark, bench.SEGMENT_TREE) and not bench.has_conf(spark, "spark.sql.no.such.conf")
+    times = bench_kinds.fca(spark, rows=400, range_seconds=3, repeat=1)
+    assert bench_kinds.has_conf(spark, bench_kinds.SEGMENT_TREE)
+    assert not bench_kinds.has_conf(spark, "spark.sql.no.such.conf")
     assert set(times) == {"wid", "wid sql", "range frame", "range frame, segment tree"} and min(times.values()) > 0
-    assert spark.conf.get(bench.SEGMENT_TREE) == "false"  # restored
+    assert spark.conf.get(bench_kinds.SEGMENT_TREE) == "false"  # restored
 @pytest.mark.parametrize("method", ["bins", "sql"])
 def test_equals_spark_range_frame(spark, method):
     """Slide-by-tuple count and max over generated traffic equal Spark's own frame

@@ -1,0 +1,45 @@
+"""What every ``wid bench`` measurement shares: the cached traffic stream as the view
+:data:`VIEW`, progress lines on the ``wid`` logger, and the time of one full evaluation."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import DataFrame, SparkSession
+
+from wid.console import log
+from wid.datasets.traffic import traffic
+
+VIEW = "traffic"
+
+
+@contextmanager
+def cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[DataFrame]:
+    """``traffic(spark, rows, segments)``, cached, counted and registered as the view ``traffic``
+    while the block runs."""
+    data = traffic(spark, rows, segments).cache()
+    data.count()
+    data.createOrReplaceTempView(VIEW)
+    try:
+        yield data
+    finally:
+        data.unpersist()
+
+
+def progress_lines() -> Callable[[str], None]:
+    """A logger of progress lines, each with the seconds since it was made."""
+    started = time.perf_counter()
+
+    def progress(message: str) -> None:
+        log.info("[%7.1f s] %s", time.perf_counter() - started, message)
+
+    return progress
+
+
+def timed(build: Callable[[], DataFrame]) -> float:
+    """Wall-clock seconds to build a DataFrame and evaluate it in full (the ``noop`` sink)."""
+    start = time.perf_counter()
+    build().write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
