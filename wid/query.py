@@ -21,7 +21,7 @@ from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Expr, null_like, quote
+from wid.spec.sqlexpr import Expr, Sql, null_like, quote
 from wid.spec.windows import WindowSpec
 from wid.text import WindowQuery
 
@@ -71,7 +71,7 @@ class CompiledQuery:
     def finish(self, aggregated: DataFrame, *extra: str) -> DataFrame:
         """The user's columns from the aggregate's result (plus ``extra`` columns), with HAVING,
         ORDER BY and LIMIT applied."""
-        out = aggregated.select(*[e.alias(name) for e, name in self.outputs(F.col)], *extra)
+        out = aggregated.select(*[F.expr(e.alias(name)) for e, name in self.outputs(Sql.column)], *extra)
         if self.query.having:
             out = out.where(F.expr(self.query.having))
         if self.query.order_by:

@@ -37,16 +37,15 @@ def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
-    x, factor = id_units(F.col(spec.wattr), dtype, spec)
-    tagged, ids = df.withColumn(WID_X, x), spec.scaled(factor)
+    x, factor = id_units(Sql.column(spec.wattr), dtype, spec)  # SQL text: one call into the JVM each
+    tagged, ids = df.withColumn(WID_X, F.expr(str(x))), spec.scaled(factor)
     if spec.positional:
         tagged, ids = _positioned(tagged, spec), spec
-    lo, hi = ids.wids(F.col(WID_X))
-    tagged = tagged.withColumn(WID_LO, lo)
+    lo, hi = ids.wids(Sql.column(WID_X))
     if hi is None:  # read now, in a job of its own: a failing check on x is a plain Spark error
-        end = tagged.agg(ids.wids(F.max(WID_X))[0]).first()[0]
-        return tagged.withColumn(WID_HI, F.lit(end).cast("long"))
-    tagged = tagged.withColumn(WID_HI, hi)
+        end = tagged.agg(F.expr(str(ids.wids(Sql(f"max({WID_X})"))[0]))).first()[0]
+        return tagged.withColumn(WID_LO, F.expr(str(lo))).withColumn(WID_HI, F.lit(end).cast("long"))
+    tagged = tagged.withColumns({WID_LO: F.expr(str(lo)), WID_HI: F.expr(str(hi))})
     return tagged.where(F.col(WID_LO) <= F.col(WID_HI)) if spec.gaps else tagged
 
 

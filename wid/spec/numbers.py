@@ -24,7 +24,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from wid.errors import WidError
-from wid.spec.sqlexpr import Expr, call
+from wid.spec.sqlexpr import Expr, Sql, call
 
 Number = int | float | Decimal
 
@@ -111,17 +111,20 @@ def times(value: Number, factor: int) -> Number:
 def floor_div(x: Expr, d: Number) -> Expr:
     """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.spec.sqlexpr.Sql`
     ``x``), exact for ``x`` a long or decimal and ``d > 0`` an int or Decimal:
-    ``(x div d) + floor(signum(x mod d) / 2)`` (``div`` truncates; the second term is -1 when
-    ``x mod d < 0``, else 0; ``|x| < d * 2**62``, :data:`LIMIT`)."""
+    ``(x div d) - [x % d < 0]`` (``div`` truncates toward zero; ``|x| < d * 2**62``, :data:`LIMIT`).
+
+    >>> floor_div(Sql.column("x"), 60)
+    Sql(text='(CAST(div(`x`, 60) AS BIGINT) - CAST((mod(`x`, 60) < 0) AS BIGINT))')
+    """
     d_ = F.lit(d) if isinstance(x, Column) else d
-    below = call("floor", call("signum", call("mod", x, d_)) / 2)
-    return call("div", x, d_).cast("long") + below.cast("long")
+    return call("div", x, d_).cast("long") - (call("mod", x, d_) < 0).cast("long")
 
 
 def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
-    """``floor((x + a) / d)`` without forming ``x + a`` (no overflow, no rounding of decimals):
-    ``floor(x/d) + floor((pmod(x, d) + a) / d)``, with ``0 <= pmod(x, d) < d``."""
-    return floor_div(x, d) + floor_div(_pmod(x, d) + a, d)
+    """``floor((x + a) / d)`` for ``a >= 0`` without forming ``x + a`` (no overflow, no rounding
+    of decimals): ``floor(x/d) + ((pmod(x, d) + a) div d)``, with ``0 <= pmod(x, d) < d``."""
+    d_ = F.lit(d) if isinstance(x, Column) else d
+    return floor_div(x, d) + call("div", _pmod(x, d) + a, d_).cast("long")
 
 
 def _pmod(x: Expr, d: Number) -> Expr:
