@@ -123,7 +123,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
             continue
         name = columns.get(_normal(expr), f"_wid_k{i}")
         if name not in source.columns:
-            tagged, derived[name] = tagged.withColumn(name, F.expr(expr)), expr
+            derived[name] = expr
         keys[_normal(expr)] = name
     keys.update({name: name for name in spec.extent_columns})  # one value per window: grouping adds nothing
 
@@ -139,7 +139,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
             value = None
             if argument is not None:
                 value = f"_wid_v{i}"
-                tagged, derived[value] = tagged.withColumn(value, F.expr(argument)), argument
+                derived[value] = argument
             aggregates.append(Aggregate(f"_wid_a{i}", fn, value))
             output.append((f"_wid_a{i}", item.alias))
         elif "(" in item.expr:
@@ -153,6 +153,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     output[at:at] = [(name, name) for name in spec.extent_columns if name not in [c for c, _ in output]]
     if not aggregates:
         raise WidError("a window query needs at least one aggregate in SELECT")
+    tagged = tagged.withColumns({name: F.expr(e) for name, e in derived.items()})  # one analysis for all
     numeric_arguments(tagged, aggregates, {f"_wid_a{i}": item.expr for i, item in enumerate(parsed.select)})
     units = None
     if spec.extent(0) is not None:
