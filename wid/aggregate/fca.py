@@ -122,8 +122,9 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     where = [contributes(tagged).alias(WID_IN)] if WID_IN in tagged.columns else []  # else all contribute
     rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_HI, WID_WINDOW, *where), width)
     rows = rows.select(*keys, *values, *order, WID_X, *where and [WID_IN],
-                       (F.col(HOME) & F.col(WID_WINDOW)).alias(DEFINES), CHUNK)
-    rows = rows.where(contributes(rows) | F.col(DEFINES))
+                       ((F.col(HOME) == 0) & F.col(WID_WINDOW)).alias(DEFINES), CHUNK)
+    if where:
+        rows = rows.where(F.col(WID_IN) | F.col(DEFINES))
     if low is None:
         return Chunks(rows, width, 0, -1)
     decimal = isinstance(tagged.schema[WID_X].dataType, DecimalType)
