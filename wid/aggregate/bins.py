@@ -8,7 +8,8 @@ and end bin ``e(x)``, each initialised from the bin before it, then updates ever
 (:func:`ends`), so ``w < e(x) <=> w - r < x`` for every window ``w``: a bin ``b`` holds the
 tuples with ``x <= b < e(x)``, found by comparing stored values only (never ``b - r``); tuples come in batches, in any order, and none is kept. A window's result
 is the partial of the bin at or before it (:meth:`Bins.at`); processpunctuation emits those
-and purges the bins below the bound (:meth:`Bins.purge`).
+and purges the bins below the bound (:meth:`Bins.purge`). A query, with no punctuation, reads
+every window once all tuples are in: :func:`at_windows` computes those partials directly.
 """
 
 from __future__ import annotations
