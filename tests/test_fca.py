@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -23,6 +24,7 @@ from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
 from wid import bench_kinds
 from wid.aggregate import fca
+from wid.aggregate.bins import Bins, at_windows
 from wid.aggregate.fca import chunk_rows_of
 from wid.bucket.fca import CHUNK, units
 from wid.query import compile_query
@@ -190,7 +192,7 @@ def test_bins_take_tuples_once_in_any_order():
         "m": [v[e & present].max(initial=np.iinfo(np.int64).min) for e in extents],
     }
     for order, batch in [(np.arange(500), 500), (rng.permutation(500), 1), (rng.permutation(500), 37)]:
-        bins = fca.Bins(r, partials, a.dtype)
+        bins = Bins(r, partials, a.dtype)
         for start in range(0, 500, batch):
             part = order[start:start + batch]
             bins.add(a[part], {"v": (v[part], present[part])})
@@ -198,6 +200,36 @@ def test_bins_take_tuples_once_in_any_order():
         for name, values in expected.items():
             assert got[name].tolist() == [int(x) for x in values], name
         assert len(bins.pos) == 1 + len(np.unique(np.concatenate([a, a + r])))  # init, start and end bins only
+        for batch in (7, len(windows)):  # windows read a batch at a time, or all at once
+            read = at_windows(partials, r, a[order], {"v": (v[order], present[order])}, windows, batch)
+            for name, values in expected.items():
+                assert read[name].tolist() == [int(x) for x in values], name
+
+
+def test_windows_read_at_once_are_exact_on_doubles():
+    """:func:`at_windows` on doubles with decimals, negative and repeated, NULL values and
+    windows off the tuples, against extents decided in exact fractions ``w - r < x <= w``:
+    count, count of values, min and max equal; the sum is within ``n * 2**-52 * sum(|v|)``."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(-300, 300, 700) / 10  # -30.0 .. 29.9, about 1.2 per value
+    v = rng.integers(-999, 999, 700) / 100
+    present = rng.random(700) > 0.15
+    r = 2.5
+    windows = np.unique(np.concatenate([x[::3], rng.integers(-320, 320, 50) / 10 + 0.05]))
+    kinds = {"n": ("n", None, np.dtype(np.int64)), "c": ("n", "v", np.dtype(np.int64)),
+             "s": ("sum", "v", np.dtype(np.float64)), "lo": ("min", "v", np.dtype(np.float64)),
+             "hi": ("max", "v", np.dtype(np.float64))}
+    got = at_windows(kinds, r, x, {"v": (v, present)}, windows, batch=16)
+    for i, w in enumerate(windows):
+        inside = np.array([Fraction(w) - Fraction(r) < Fraction(t) <= Fraction(w) for t in x])
+        values = v[inside & present]
+        assert got["n"][i] == inside.sum() and got["c"][i] == len(values)
+        if len(values):
+            assert (got["lo"][i], got["hi"][i]) == (values.min(), values.max())
+            exact = sum(Fraction(t) for t in values)
+            assert abs(Fraction(got["s"][i]) - exact) <= Fraction(len(values) * float(np.abs(values).sum())) / 2**52
+        else:
+            assert got["s"][i] == 0
 
 
 @pytest.mark.slow
@@ -232,7 +264,7 @@ def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():
     r, partials = 7, {"n": ("n", None, np.dtype(np.int64)), "m": ("max", "v", np.dtype(np.int64))}
     a, v = rng.integers(0, 120, 400), rng.integers(-50, 50, 400).astype(np.int64)
     floors = np.where(rng.random(400) < 0.2, a + rng.integers(1, 2 * r, 400), a)  # a fifth late
-    bins = fca.Bins(r, partials, a.dtype)
+    bins = Bins(r, partials, a.dtype)
     bound = 0
     for start in range(0, 400, 40):
         part = slice(start, start + 40)

@@ -8,7 +8,8 @@ and end bin ``e(x)``, each initialised from the bin before it, then updates ever
 (:func:`ends`), so ``w < e(x) <=> w - r < x`` for every window ``w``: a bin ``b`` holds the
 tuples with ``x <= b < e(x)``, found by comparing stored values only (never ``b - r``); tuples come in batches, in any order, and none is kept. A window's result
 is the partial of the bin at or before it (:meth:`Bins.at`); processpunctuation emits those
-and purges the bins below the bound (:meth:`Bins.purge`).
+and purges the bins below the bound (:meth:`Bins.purge`). A query, with no punctuation, reads
+every window once all tuples are in: :func:`at_windows` computes those partials directly.
 """
 
 from __future__ import annotations
@@ -95,16 +96,10 @@ class Bins:
         for name in self.state:
             self.state[name] = np.insert(self.state[name], where, init[name])
         first, stop = np.searchsorted(self.pos, [starts[0], es[-1]])
-        bins = self.pos[first:stop]
-        lo = np.searchsorted(es, bins, side="right")  # tuples with e(x) <= b: past their extents
-        hi = np.searchsorted(xs, bins, side="right")  # tuples with x <= b
-        for name, (kind, column, _) in self.partials.items():
-            if column is None:
-                part = (hi - lo).astype(np.int64)
-            else:
-                values, present = (a[order] for a in columns[column])
-                part = _range_reduce(kind, values, present, lo, hi)
-            self.state[name][first:stop] = _COMBINE[kind](self.state[name][first:stop], part)
+        values = {name: (v[order], p[order]) for name, (v, p) in columns.items()}
+        parts = reduce_at(self.partials, xs, es, values, self.pos[first:stop])
+        for name, (kind, _, _) in self.partials.items():
+            self.state[name][first:stop] = _COMBINE[kind](self.state[name][first:stop], parts[name])
 
     def purge(self, bound: Number) -> None:
         """processpunctuation's purge once no window ``w < bound`` is read again: the bins below
@@ -125,6 +120,40 @@ class Bins:
         return math.ceil(bound) if self.pos.dtype.kind in "iu" else bound
 
 
+def reduce_at(partials: dict[str, tuple[str, str | None, np.dtype]], xs: np.ndarray, es: np.ndarray,
+              values: dict[str, tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> dict[str, np.ndarray]:
+    """Each partial, at each of the sorted ``points`` ``b``, of the tuples with ``x <= b < e(x)``:
+    ``xs`` sorted, ``es = ends(xs)`` (non-decreasing too), ``values`` aligned with ``xs``; those
+    tuples are ``[lo, hi)`` with ``lo`` the first with ``e(x) > b``, ``hi`` the first with ``x > b``."""
+    lo = np.searchsorted(es, points, side="right")
+    hi = np.searchsorted(xs, points, side="right")
+    return {name: (hi - lo).astype(np.int64) if column is None else _range_reduce(kind, *values[column], lo, hi)
+            for name, (kind, column, _) in partials.items()}
+
+
+def at_windows(partials: dict[str, tuple[str, str | None, np.dtype]], r: Number, x: np.ndarray,
+               values: dict[str, tuple[np.ndarray, np.ndarray]], windows: np.ndarray,
+               batch: int = BATCH) -> dict[str, np.ndarray]:
+    """What :meth:`Bins.at` reads at the sorted ``windows`` once every tuple is added, computed
+    directly: a window ``w`` lies in the bin of the last start or end ``<= w``, so both hold the
+    tuples with ``x <= w < e(x)`` (:func:`reduce_at`). ``x`` and ``values`` in any order (ties
+    of ``x`` kept in it); windows go ``batch`` at a time, each batch reducing only the
+    tuples its extents span."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    es = ends(xs, r)
+    values = {name: (v[order], p[order]) for name, (v, p) in values.items()}
+    pieces = []
+    for start in range(0, len(windows), batch):
+        points = windows[start:start + batch]
+        first, stop = np.searchsorted(es, points[0], side="right"), np.searchsorted(xs, points[-1], side="right")
+        span = slice(first, stop)  # e(x) <= w implies x <= w: first <= stop
+        pieces.append(reduce_at(partials, xs[span], es[span], {name: (v[span], p[span]) for name, (v, p)
+                                                                in values.items()}, points))
+    return {name: np.concatenate([piece[name] for piece in pieces]) if pieces else
+            np.zeros(0, dtype=dtype) for name, (_, _, dtype) in partials.items()}
+
+
 def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """``kind`` over the present ``values[lo:hi]`` for each range: prefix sums for counts and
     exact sums (longs, decimals), aligned blocks for double sums (:func:`_block_sums`), a
@@ -138,7 +167,8 @@ def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.nda
     identity = _identity(kind, values.dtype)
     op = _COMBINE[kind]
     table = [np.where(present, values, identity)]
-    while (1 << len(table)) <= len(values):
+    longest = int((hi - lo).max(initial=0))
+    while (1 << len(table)) <= longest:  # levels up to the longest range only
         prev, half = table[-1], 1 << (len(table) - 1)
         table.append(op(prev[:-half], prev[half:]))
     length = hi - lo

@@ -30,7 +30,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from wid.aggregate.bins import Bins, add, columns, output, partials
+from wid.aggregate.bins import at_windows, columns, output, partials
 from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
@@ -88,12 +88,16 @@ def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, n
     return out
 
 
+#: Whether a chunk's row defines one of its windows (the tuple's home chunk, and ``wid_window``).
+DEFINES = "_wid_defines"
+
+
 @dataclass(frozen=True)
 class Chunks:
-    """The scan's input ``rows``: each tuple (keys, values, ``row_num``, ``wid_x``,
-    ``wid_window``, ``wid_in``) once per chunk its range meets, where it contributes or
-    defines a window; chunk ``c`` holds the windows ``c*width <= w < (c+1)*width``, for
-    ``first <= c <= last``."""
+    """The scan's input ``rows``: each tuple (keys, values, ``row_num``, ``wid_x``, ``wid_in``
+    when the query has a WHERE, :data:`DEFINES`) once per chunk its range meets, where it
+    contributes or defines a window; chunk ``c`` holds the windows ``c*width <= w < (c+1)*width``,
+    for ``first <= c <= last``."""
 
     rows: DataFrame
     width: Number
@@ -102,11 +106,11 @@ class Chunks:
 
 
 def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
-                  chunk_rows: int = CHUNK_ROWS) -> Chunks:
+                  chunk_rows: int = CHUNK_ROWS, arrival: bool = True) -> Chunks:
     """The :class:`Chunks`: equal pieces of the x axis, at least ``r`` wide, about
     ``chunk_rows`` tuples each but at most twice as many as shuffle partitions; cutting them
     runs one Spark job now (min, max and count of x). ``first``/``last`` have a chunk of margin
-    (:func:`wid.bucket.fca.chunk_of` may round)."""
+    (:func:`wid.bucket.fca.chunk_of` may round). ``arrival``: the rows keep ``row_num``."""
     most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
     pieces = max(1, min(most, count // chunk_rows))
@@ -114,10 +118,13 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     width = min(max(r, as_number(math.ceil(span / pieces) if isinstance(r, int) else float(span / pieces), "width")),
                 LIMIT)  # a long literal
     values = sorted({a.arg for a in aggregates if a.arg is not None})
-    order = ["row_num"] if "row_num" in tagged.columns and "row_num" not in keys + values else []
-    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_HI, WID_WINDOW,
-                                 contributes(tagged).alias(WID_IN)), width)
-    rows = rows.where(F.col(WID_IN) | (F.col(HOME) & F.col(WID_WINDOW)))
+    order = ["row_num"] if arrival and "row_num" in tagged.columns and "row_num" not in keys + values else []
+    where = [contributes(tagged).alias(WID_IN)] if WID_IN in tagged.columns else []  # else all contribute
+    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_HI, WID_WINDOW, *where), width)
+    rows = rows.select(*keys, *values, *order, WID_X, *where and [WID_IN],
+                       ((F.col(HOME) == 0) & F.col(WID_WINDOW)).alias(DEFINES), CHUNK)
+    if where:
+        rows = rows.where(F.col(WID_IN) | F.col(DEFINES))
     if low is None:
         return Chunks(rows, width, 0, -1)
     decimal = isinstance(tagged.schema[WID_X].dataType, DecimalType)
@@ -162,35 +169,42 @@ def by_key(table: pa.Table, keys: list[str]) -> list[np.ndarray]:
 
 def windows_of(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """The chunk's windows (sorted) and the row indices of their defining tuples."""
-    defines = (table.column(HOME).to_numpy(zero_copy_only=False)
-               & table.column(WID_WINDOW).to_numpy(zero_copy_only=False))
-    return np.unique(table.column(WID_X).to_numpy()[defines]), np.flatnonzero(defines)
+    defines = table.column(DEFINES).to_numpy(zero_copy_only=False)
+    windows = np.sort(table.column(WID_X).to_numpy()[defines])
+    return windows[np.r_[True, windows[1:] != windows[:-1]] if len(windows) else []], np.flatnonzero(defines)
+
+
+def contributing_rows(table: pa.Table) -> pa.Table:
+    """The rows of a chunk that contribute to its windows' extents (:class:`Chunks`)."""
+    return table.filter(table.column(WID_IN)) if WID_IN in table.column_names else table
 
 
 def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
                      numeric: dict[str, np.dtype], chunk_rows: int = CHUNK_ROWS) -> DataFrame:
     """The bins formulation (``wid`` in x units) on the chunks of :func:`chunk_rows_of`."""
     schema = bins_schema(tagged, r, keys, aggregates, numeric)
-    scan = _scanner(r, keys, aggregates, numeric, arrow_schema(schema))
-    return chunk_rows_of(tagged, r, keys, aggregates, chunk_rows).rows.groupBy(CHUNK).applyInArrow(scan, schema)
+    kinds = partials(aggregates, numeric)
+    arrival = any(kind == "sum" and dtype.kind == "f" for kind, _, dtype in kinds.values())  # ties: arrival order
+    rows = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows, arrival).rows
+    return rows.groupBy(CHUNK).applyInArrow(_scanner(r, keys, aggregates, numeric, arrow_schema(schema)), schema)
 
 
 def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
              schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
-    """The grouped function: one chunk in, one row per (window of the chunk, key) out."""
+    """The grouped function: one chunk in, one row per (window of the chunk, key) out, read
+    from the bins once every tuple is in (:func:`wid.aggregate.bins.at_windows`)."""
     kinds = partials(aggregates, numeric)
 
     def scan(table: pa.Table) -> pa.Table:
         windows = windows_of(table)[0]
-        contributing = table.filter(table.column(WID_IN))
+        contributing = contributing_rows(table)
         if "row_num" in table.column_names:
-            contributing = contributing.sort_by("row_num")
+            contributing = contributing.take(np.argsort(contributing.column("row_num").to_numpy(), kind="stable"))
         pieces = []
         for rows in by_key(contributing, keys):
-            part = contributing.take(pa.array(rows))
-            bins = Bins(r, kinds, part.column(WID_X).type.to_pandas_dtype())
-            add(bins, part.column(WID_X).to_numpy(), columns(part, kinds, numeric))
-            pieces.append(output(part, keys, windows, bins.at(windows), aggregates, schema))
+            part = contributing.take(pa.array(rows)) if keys else contributing
+            result = at_windows(kinds, r, part.column(WID_X).to_numpy(), columns(part, kinds, numeric), windows)
+            pieces.append(output(part, keys, windows, result, aggregates, schema))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
     return scan

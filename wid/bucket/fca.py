@@ -27,7 +27,8 @@ from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Expr, Sql, call
 from wid.spec.aware import SlideByTuple
 
-#: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and whether it holds ``x``.
+#: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and its index among the
+#: tuple's chunks (0: the chunk holding ``x``).
 CHUNK, HOME = "_wid_chunk", "_wid_home"
 _SLICE, _BEFORE = "_wid_slice", "_wid_before"
 
@@ -41,9 +42,9 @@ def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTup
 
 def units(df: DataFrame, spec: SlideByTuple) -> tuple[Number, DataType]:
     """``(r, rattr type)``: the RANGE in the units of the tagged ``wid_x`` (:func:`ids`), and the
-    type the window-ids are read back in."""
-    _, dtype, scaled = ids(df, spec)
-    return scaled.range, dtype
+    type the window-ids are read back in (no Column built: SQL text is free of JVM calls)."""
+    dtype = attribute_type(df, spec.rattr)
+    return rattr_units(Sql.column(spec.rattr), dtype, spec)[1].range, dtype
 
 
 def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple) -> tuple[Expr, SlideByTuple]:
@@ -136,11 +137,11 @@ def chunk_of(x: Expr, width: Number) -> Expr:
 
 def chunked(tagged: DataFrame, width: Number) -> DataFrame:
     """Each tuple once per chunk ``c`` (windows ``c*width <= w < (c+1)*width``) its range
-    ``[x, wid_hi)`` meets (and the chunk of ``wid_hi``: a superset); ``_wid_home`` marks the
-    chunk holding ``x`` itself."""
+    ``[x, wid_hi)`` meets (and the chunk of ``wid_hi``: a superset); ``_wid_home`` numbers
+    them from 0, the chunk holding ``x`` itself."""
     first = chunk_of(F.col(WID_X), width)
     last = chunk_of(F.col(WID_HI), width)
-    return tagged.withColumn(CHUNK, F.explode(F.sequence(first, last))).withColumn(HOME, F.col(CHUNK) == first)
+    return tagged.select("*", F.posexplode(F.sequence(first, last)).alias(HOME, CHUNK))
 
 
 def contributes(tagged: DataFrame) -> Column:

@@ -42,10 +42,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, LongType, StructField
 
 from wid.aggregate.bins import Bins, add, columns, ends, lowest, output, partials
-from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of, numeric_types,
-                               typed, windows_of)
+from wid.aggregate.fca import (CHUNK_ROWS, Chunks, arrow_schema, bins_schema, by_key, chunk_rows_of,
+                               contributing_rows, numeric_types, typed, windows_of)
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, attribute_type, id_units,
+from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X, attribute_type, id_units,
                                 rattr_value)
 from wid.bucket.fca import CHUNK, units
 from wid.errors import WidError
@@ -139,7 +139,7 @@ def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: d
         defined = np.full(len(windows), np.iinfo(np.int64).max)  # the first defining tuple's row_num
         np.minimum.at(defined, np.searchsorted(windows, tuples.column(WID_X).to_numpy()[definers]),
                       tuples.column("row_num").to_numpy()[definers])
-        contributing = tuples.filter(tuples.column(WID_IN)).sort_by("row_num")
+        contributing = contributing_rows(tuples).sort_by("row_num")
         if contributing.num_rows == 0:
             return schema.empty_table()
         marks = marks.select([*pattern, "row_num", WID_CLOSED]).to_pandas()
