@@ -77,6 +77,12 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
     return joined.drop(_CHUNK, _CARRY, _SCANNED)
 
 
+def _bits(last: Column, first: Column, n: Column) -> Column:
+    """Chunk width ``2^b`` of :func:`before` for ``n`` steps from ``first`` to ``last``:
+    ``b = floor(log2((last - first) / n))``, at least 0."""
+    return F.greatest(F.coalesce(F.floor(F.log2((last - first) / n)), F.lit(0)), F.lit(0)).cast("int")
+
+
 def before(points: DataFrame, values: DataFrame, value: str, out: str, partition: tuple[str, ...] = (), *,
            order: str = "row_num", at: Column | None = None, agg: str = "max") -> DataFrame:
     """``points`` plus ``out`` = ``agg`` (max|min) of ``value`` over the rows of ``values`` (columns:
@@ -99,16 +105,17 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
     at = F.col(order) if at is None else at
     keys = Window.partitionBy(*[F.col(c) for c in partition])
     window = keys.orderBy(_FROM)
-    span = (F.max(_FROM).over(keys) - F.min(_FROM).over(keys)) / F.count(F.lit(1)).over(keys)
-    bits = F.coalesce(F.floor(F.log2(span)), F.lit(0))
     first = F.expr(f"shiftright({_FROM} + 1, {_BITS})")
-    steps = (values.groupBy(*partition, F.col(order).alias(_FROM)).agg(fn(value).alias(_RUN))
+    # rows of equal ``from`` need no merging: all but the last of them are empty steps (from, from]
+    steps = (values.select(*partition, F.col(order).alias(_FROM), value)
              .select(*partition, _FROM, F.lead(_FROM).over(window).alias(_TO),
-                     fn(_RUN).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN),
-                     F.greatest(bits, F.lit(0)).cast("int").alias(_BITS))
+                     fn(value).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN),
+                     _bits(*[f(_FROM).over(keys) for f in (F.max, F.min, F.count)]).alias(_BITS))
              .withColumn(_CHUNK, F.explode(F.sequence(first, F.coalesce(F.expr(f"shiftright({_TO}, {_BITS})"), first)))))
-    # the last step holds every later point: points past the last chunk with a step look it up there
-    edges = steps.groupBy(*partition).agg(F.max(_CHUNK).alias(_EDGE), F.max(_BITS).alias(_BITS))
+    # the last step holds every later point: points past its first chunk look it up there
+    edges = (values.groupBy(*partition).agg(_bits(*[f(order) for f in (F.max, F.min, F.count)]).alias(_BITS),
+                                            F.max(order).alias(_EDGE))
+             .withColumn(_EDGE, F.expr(f"shiftright({_EDGE} + 1, {_BITS})")))
     edges = edges if partition else F.broadcast(edges)  # unpartitioned: one row
     keyed = _join(points.withColumn(_POINT, at), edges, list(partition))
     keyed = keyed.withColumn(_CHUNK, F.least(F.expr(f"shiftright({_POINT}, {_BITS})"), F.col(_EDGE))).drop(_EDGE, _BITS)
