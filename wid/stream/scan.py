@@ -17,9 +17,7 @@ ROW_CHUNK = 1 << 16
 WID_CHUNK = 1 << 10
 _CHUNK, _CARRY, _POINT, _EDGE, _SCANNED, _SPAN = (
     "_wid_chunk", "_wid_carry", "_wid_point", "_wid_edge", "_wid_scanned", "_wid_span")
-_FROM, _TO, _RUN = "_wid_from", "_wid_to", "_wid_run"
-#: Row chunks of :func:`before`: ``row_num >> STEP_BITS``.
-STEP_BITS = 12
+_FROM, _TO, _RUN, _BITS = "_wid_from", "_wid_to", "_wid_run", "_wid_bits"
 
 
 def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, ...], fn,
@@ -79,6 +77,12 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
     return joined.drop(_CHUNK, _CARRY, _SCANNED)
 
 
+def _bits(last: Column, first: Column, n: Column) -> Column:
+    """Chunk width ``2^b`` of :func:`before` for ``n`` steps from ``first`` to ``last``:
+    ``b = floor(log2((last - first) / n))``, at least 0."""
+    return F.greatest(F.coalesce(F.floor(F.log2((last - first) / n)), F.lit(0)), F.lit(0)).cast("int")
+
+
 def before(points: DataFrame, values: DataFrame, value: str, out: str, partition: tuple[str, ...] = (), *,
            order: str = "row_num", at: Column | None = None, agg: str = "max") -> DataFrame:
     """``points`` plus ``out`` = ``agg`` (max|min) of ``value`` over the rows of ``values`` (columns:
@@ -86,9 +90,12 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
     number ``order`` is below the point's ``at`` (default: its own ``order`` column); NULL when there
     is none. For small ``values`` (e.g. one row per window and key): their running ``agg`` is a step
     function of ``order``, held as steps ``(from, to]`` and joined to the points on ``(partition,
-    at >> STEP_BITS)``: small steps are broadcast (Spark's adaptive execution decides, on their
-    size at run time), so the points are neither shuffled nor sorted; large ones (many keys) are
-    a shuffle join, never held in one task.
+    at >> b)``. The chunk width ``2^b`` is the partition's own, ``b = floor(log2(span / steps))``
+    (span: its last ``from`` - its first), so a chunk holds about two steps on average whatever
+    the spacing of the values (a fixed 4096 held ~80 heartbeat steps, or every window for
+    replay's ``emit_row``), and the ``n`` steps cover at most ``3n`` chunks. Small steps are
+    broadcast (Spark's adaptive execution decides, on their size at run time), so the points are
+    neither shuffled nor sorted; large ones (many keys) are a shuffle join, never held in one task.
 
     >>> p = spark.createDataFrame([(r,) for r in range(6)], "row_num long")
     >>> v = spark.createDataFrame([(1, 4), (3, 2), (4, 7)], "row_num long, c long")
@@ -97,17 +104,22 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
     """
     fn = F.max if agg == "max" else F.min
     at = F.col(order) if at is None else at
-    window = Window.partitionBy(*[F.col(c) for c in partition]).orderBy(_FROM)
-    first = F.shiftright(F.col(_FROM) + 1, STEP_BITS)
-    steps = (values.groupBy(*partition, F.col(order).alias(_FROM)).agg(fn(value).alias(_RUN))
+    keys = Window.partitionBy(*[F.col(c) for c in partition])
+    window = keys.orderBy(_FROM)
+    first = F.expr(f"shiftright({_FROM} + 1, {_BITS})")
+    # rows of equal ``from`` need no merging: all but the last of them are empty steps (from, from]
+    steps = (values.select(*partition, F.col(order).alias(_FROM), value)
              .select(*partition, _FROM, F.lead(_FROM).over(window).alias(_TO),
-                     fn(_RUN).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN))
-             .withColumn(_CHUNK, F.explode(F.sequence(first, F.coalesce(F.shiftright(_TO, STEP_BITS), first)))))
-    # the last step holds every later point: points past the last chunk with a step look it up there
-    edges = steps.groupBy(*partition).agg(F.max(_CHUNK).alias(_EDGE))
+                     fn(value).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN),
+                     _bits(*[f(_FROM).over(keys) for f in (F.max, F.min, F.count)]).alias(_BITS))
+             .withColumn(_CHUNK, F.explode(F.sequence(first, F.coalesce(F.expr(f"shiftright({_TO}, {_BITS})"), first)))))
+    # the last step holds every later point: points past its first chunk look it up there
+    edges = (values.groupBy(*partition).agg(_bits(*[f(order) for f in (F.max, F.min, F.count)]).alias(_BITS),
+                                            F.max(order).alias(_EDGE))
+             .withColumn(_EDGE, F.expr(f"shiftright({_EDGE} + 1, {_BITS})")))
     edges = edges if partition else F.broadcast(edges)  # unpartitioned: one row
     keyed = _join(points.withColumn(_POINT, at), edges, list(partition))
-    keyed = keyed.withColumn(_CHUNK, F.least(F.shiftright(_POINT, STEP_BITS), F.col(_EDGE))).drop(_EDGE)
+    keyed = keyed.withColumn(_CHUNK, F.least(F.expr(f"shiftright({_POINT}, {_BITS})"), F.col(_EDGE))).drop(_EDGE, _BITS)
     right = steps.select(*[F.col(c).alias(f"_wid_s{i}") for i, c in enumerate(partition)],
                          F.col(_CHUNK).alias("_wid_sc"), _FROM, _TO, _RUN)
     on = [keyed[c].eqNullSafe(right[f"_wid_s{i}"]) for i, c in enumerate(partition)]
