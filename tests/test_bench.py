@@ -1,4 +1,5 @@
-"""``wid bench --rows-window``: the ROWS query over the unpartitioned stream and per key, timed."""
+"""``wid bench --rows-window``: the ROWS query over the unpartitioned stream and per key, timed;
+``wid bench --replay``: replay's results and late rows against the query, timed."""
 
 from __future__ import annotations
 
@@ -12,3 +13,11 @@ def test_rows_parallel_times_both_queries_with_the_cores_busy(spark):
     times = bench_kinds.rows_parallel(spark, rows=3000, repeat=1)
     assert set(times) == {"unpartitioned", "PATTR seg_id"}
     assert all(wall > 0 and cores is not None and cores > 0 for wall, cores in times.values())
+
+
+@pytest.mark.slow
+def test_replay_vs_query_times_the_query_and_both_outputs_of_replay(spark):
+    times = bench_kinds.replay_vs_query(spark, rows=3000, repeat=1)
+    assert set(times) == {"query", "replay results", "replay late", "replay"}
+    assert all(seconds > 0 for seconds in times.values())
+    assert times["replay"] == times["replay results"] + times["replay late"]

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid.bench_common import VIEW, cached, progress_lines, timed
-from wid.bench_kinds import ROWS_CLAUSE, SPL_CLAUSE, fca, rows_parallel, spl, spl_delta
+from wid.bench_kinds import REPLAY_QUERY, ROWS_CLAUSE, SPL_CLAUSE, fca, replay_vs_query, rows_parallel, spl, spl_delta
 from wid.console import aligned
 from wid.errors import WidError
 from wid.live_bench import live_bench
@@ -187,6 +187,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         help=f"time only [{ROWS_CLAUSE}] on --rows, unpartitioned vs PATTR seg_id (cores busy)")
     parser.add_argument("--fca", type=int, metavar="SECONDS",
                         help="time only slide-by-tuple [RANGE SECONDS RATTR ts SLIDE 1 ROW SATTR row_num] on --rows")
+    parser.add_argument("--replay", action="store_true",
+                        help="time only wid.replay (heartbeat every 5 s, skew 5 s) against wid.query on --rows "
+                             "bounded-disorder readings")
     parser.add_argument("--live", action="store_true",
                         help="time only wid live mode vs Spark's streaming window() with a watermark on --rows, "
                              "--slide and each of --ratios")
@@ -202,6 +205,11 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         for ratio in args.ratios:  # Spark's window() makes range/slide copies of each tuple; wid one pane range
             print("\n".join(live_bench(session(), args.rows, args.segments, range_s=ratio * args.slide,
                                        slide_s=args.slide)))
+        return 0
+    if args.replay:
+        times = replay_vs_query(session(), args.rows, args.repeat)
+        for name, seconds_ in times.items():
+            print(f"[{REPLAY_QUERY}] {name}: {args.rows} rows in {seconds_:.2f} s ({seconds_ / times['query']:.2f}x query)")
         return 0
     if args.spl:
         for name, best in spl(session(), args.rows, args.repeat).items():

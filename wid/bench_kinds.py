@@ -1,5 +1,6 @@
 """``wid bench`` cases beyond the sliding window: SPL clauses (compiled and delta chain vs scan),
-unpartitioned ROWS windows with the cores busy, and slide-by-tuple bins vs Spark's RANGE frame."""
+unpartitioned ROWS windows with the cores busy, slide-by-tuple bins vs Spark's RANGE frame, and
+replay against the query on a disordered stream."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from wid.bench_common import VIEW, cached, progress_lines, timed
 from wid.bucket.columns import WID_HI, WID_LO
 from wid.bucket.fca import units
 from wid.bucket.spl import operational_bucket
+from wid.datasets.disorder import disorder
 from wid.query import compile_query, query
 from wid.spec.spl import parse_spl
+from wid.stream.punctuate import heartbeat
+from wid.stream.replay import replay
 
 
 SPL_CLAUSE = "sliding, count(1000), count(10)"
@@ -174,3 +178,32 @@ def fca(spark: SparkSession, rows: int, range_seconds: int, repeat: int = 3) -> 
                     times[name].append(timed(build))
                 progress(f"{name}: {'warm-up' if round_ == 0 else f'run {round_}/{repeat}'} {times[name][-1]:.2f} s")
         return {name: statistics.median(t[1:]) for name, t in times.items()}
+
+
+REPLAY_QUERY = ("SELECT seg_id, avg(speed) AS v, count(*) AS n FROM stream "
+                "[RANGE 300 SECONDS SLIDE 60 SECONDS WATTR ts] GROUP BY seg_id")
+
+
+def replay_vs_query(spark: SparkSession, rows: int, repeat: int = 3) -> dict[str, float]:
+    """Median seconds of :data:`REPLAY_QUERY` over ``rows`` bounded-disorder readings (20% up to
+    10 s late, :func:`wid.datasets.disorder.disorder`, cached as the view ``stream``): ``query``
+    (:func:`wid.query`), and :func:`wid.replay` with ``heartbeat(5, 5)``: its ``results`` and its
+    ``late`` rows, each evaluated in full, and ``replay`` their sum. One warm-up round, then
+    ``repeat`` rounds; a progress line per run."""
+    progress = progress_lines()
+    data = disorder(spark, rows, "bounded", 10.0, 0.2, seed=1).cache()
+    data.createOrReplaceTempView("stream")
+    try:
+        progress(f"generated and cached {data.count()} bounded-disorder rows")
+        times: dict[str, list[float]] = {"query": [], "replay results": [], "replay late": []}
+        for round_ in range(repeat + 1):
+            played = replay(spark, REPLAY_QUERY, heartbeat(5.0, 5.0))
+            builds = {"query": lambda: query(spark, REPLAY_QUERY), "replay results": lambda: played.results,
+                      "replay late": lambda: played.late}
+            for name, build in builds.items():
+                times[name].append(timed(build))
+                progress(f"{name}: {'warm-up' if not round_ else f'run {round_}/{repeat}'} {times[name][-1]:.2f} s")
+        best = {name: statistics.median(t[1:]) for name, t in times.items()}
+        return {**best, "replay": best["replay results"] + best["replay late"]}
+    finally:
+        data.unpersist()
