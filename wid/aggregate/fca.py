@@ -2,9 +2,10 @@
 
 The stream is cut along ``x`` into chunks (a tuple joins every chunk its id range meets),
 so a non-partitioned stream still runs on many Spark tasks; all keys of a chunk share its
-windows. Each chunk is scanned by an Arrow grouped function: per key, its tuples in arrival
-order go into the bins, which are read at the chunk's windows. :mod:`wid.aggregate.range.joined` is the
-plain Spark SQL formulation; it serves the aggregates the bins do not hold.
+windows. Each chunk is scanned by an Arrow grouped function: per key, each window's partial is
+what the bins would hold at it once every tuple is in, computed directly
+(:func:`wid.aggregate.bins.at_windows`: the tuples with ``x <= w < e(x)``). :mod:`wid.aggregate.joined`
+is the plain Spark SQL formulation; it serves the aggregates the bins do not hold.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class SlideByTuple(WindowSpec):
         return joined_sql(tagged, *units(df, self), keys, aggregates, where)
 
     def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
-        """The FCA bins (:mod:`wid.aggregate.fca`): windows are read from the start and end bins."""
+        """The FCA bins (:mod:`wid.aggregate.fca`): each window's partial is read once every tuple is in."""
         from wid.aggregate.fca import aggregate
         from wid.bucket.fca import units
 
