@@ -153,7 +153,8 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     output[at:at] = [(name, name) for name in spec.extent_columns if name not in [c for c, _ in output]]
     if not aggregates:
         raise WidError("a window query needs at least one aggregate in SELECT")
-    tagged = tagged.withColumns({name: F.expr(e) for name, e in derived.items()})  # one analysis for all
+    if derived:  # one analysis for all (Connect refuses an empty withColumns)
+        tagged = tagged.withColumns({name: F.expr(e) for name, e in derived.items()})
     numeric_arguments(tagged, aggregates, {f"_wid_a{i}": item.expr for i, item in enumerate(parsed.select)})
     units = None
     if spec.extent(0) is not None:
