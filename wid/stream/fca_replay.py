@@ -50,7 +50,7 @@ from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X, attr
 from wid.bucket.fca import CHUNK, units
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
-from wid.stream.punctuate import Generator, Punctuations
+from wid.stream.punctuation import Generator, Punctuations
 
 #: The row_num of a late tuple (NULL on result rows); 0 = tuple, 1 = punctuation.
 _LATE, _KIND, _LAST = "_wid_late", "_wid_kind", "_wid_last"

@@ -29,7 +29,7 @@ from wid.errors import WidError
 from wid.query import CompiledQuery
 from wid.spec.numbers import Number, as_number, floor_div, times
 from wid.spec.windows import ContextFree
-from wid.stream.punctuate import Generator, Punctuations
+from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.scan import before
 
 _C, _AT = "_wid_c", "_wid_at"

@@ -40,7 +40,7 @@ from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
 from wid.text import WindowQuery
 from wid.stream.live_state import END, KIND, LAST, MARK, PUNCTUATION, TUPLE, Layout, PaneProcessor
-from wid.stream.punctuate import Generator, Marks
+from wid.stream.punctuation import Generator, Marks
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

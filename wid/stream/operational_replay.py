@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.errors import WidError
 from wid.spec.numbers import Number
-from wid.stream.punctuate import Generator
+from wid.stream.punctuation import Generator
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,

@@ -19,7 +19,7 @@ from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
 from wid.spec.windows import WindowSpec
-from wid.stream.punctuate import Generator
+from wid.stream.punctuation import Generator
 
 
 @dataclass

@@ -38,7 +38,7 @@ from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID
                                 numeric_value)
 from wid.bucket.session import with_extents
 from wid.spec.numbers import Number, exact
-from wid.stream.punctuate import Generator, Punctuations
+from wid.stream.punctuation import Generator, Punctuations
 
 _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
 

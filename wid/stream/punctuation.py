@@ -1,0 +1,90 @@
+"""Punctuations on wid and the interface of their generators (:mod:`wid.stream.punctuate`).
+
+:class:`Punctuations` is what replay consumes: ``(row_num, <pattern columns>, wid_closed)``, a
+punctuation with ``row_num = r`` arriving right after tuple ``r``; :class:`Marks` the same,
+tuple by tuple, for a live stream; :class:`Generator` what every generator provides, with the
+conversion of a bound on the window attribute to the window-ids it closes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
+from wid.spec.numbers import floor_scaled
+
+
+@dataclass(frozen=True)
+class Punctuations:
+    """Punctuations on wid. ``frame``: ``row_num``, the ``pattern`` columns, ``wid_closed``;
+    ``shapes``: the sets of pattern columns that may be bound (non-NULL) together.
+    ``wildcard``: NULL in a pattern column is the wildcard ``*`` (punctuations from the
+    source); False: it is a key value like any other, as in GROUP BY (a tuple punctuating
+    its own key: ROWS arrival, :func:`ordered_by`), and the one shape is the whole pattern."""
+
+    frame: DataFrame
+    pattern: tuple[str, ...]
+    shapes: tuple[tuple[str, ...], ...]
+    wildcard: bool = True
+
+    def shaped(self, shape: tuple[str, ...]) -> DataFrame:
+        """``row_num``, ``shape``, ``wid_closed`` of the punctuations whose bound pattern columns
+        are exactly ``shape``; match them to keys with NULL-safe equality."""
+        frame = self.frame
+        for c in self.pattern if self.wildcard else ():
+            frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
+        return frame.select("row_num", *shape, WID_CLOSED)
+
+
+@dataclass(frozen=True)
+class Marks:
+    """How a generator punctuates a live stream (:mod:`wid.stream.live`), tuple by tuple.
+
+    ``closed`` (a Column of the tagged tuple, NULL: none): the tuple's arrival brings a
+    punctuation closing every window ``w <= closed`` for the tuple's ``pattern`` keys (all
+    keys when ``pattern`` is empty), at ``row_num + shift``. ``given``: punctuations supplied
+    by the source, a streaming frame. Replay's running maxima are the live state's."""
+
+    closed: Column | None = None
+    shift: int = 0
+    pattern: tuple[str, ...] = ()
+    given: Punctuations | None = None
+
+
+class Generator(ABC):
+    """A punctuation scheme for :func:`wid.stream.replay`."""
+
+    mode: str
+
+    @abstractmethod
+    def punctuations(self, compiled) -> Punctuations:
+        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.query.CompiledQuery`)."""
+
+    @abstractmethod
+    def marks(self, compiled) -> Marks:
+        """The same punctuations, tuple by tuple, for a live stream (no scan over the stream)."""
+
+    @classmethod
+    def closed(cls, compiled, x: Column) -> Column:
+        """The largest window closed by a bound ``x`` given in ``wid_x`` units."""
+        return compiled.spec.scaled(cls.factor(compiled)).closed(x)
+
+    @staticmethod
+    def factor(compiled) -> int:
+        """``wid_x`` units per unit of the window clause (10**6 for timestamps, ``10**places``
+        for a double mapped to ``floor(x * 10**places)``: :func:`wid.bucket.columns.id_units`)."""
+        dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
+        return id_units(F.col(compiled.spec.wattr), dtype, compiled.spec)[1]
+
+    @classmethod
+    def on_ids(cls, compiled, value: Column, value_factor: int) -> Column:
+        """A bound ``value`` (a number, ``value_factor`` units per clause unit) in ``wid_x``
+        units, rounded down where those are whole (closing no window too early)."""
+        factor = cls.factor(compiled)
+        if not compiled.spec.floors:
+            return value * F.lit(factor // value_factor) if factor != value_factor else value
+        return floor_scaled(value.cast("double") * F.lit(factor / value_factor), 1)
