@@ -1,21 +1,26 @@
 """``wid bench --live``: rows/s of wid live mode vs Spark's streaming window aggregation.
 
 One generated traffic stream is split into parquet files (one micro-batch each, the same
-files and ``Trigger.AvailableNow`` for both). wid live runs ``[RANGE r SLIDE s WATTR ts]``
-per segment closed by ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)``
+files and ``Trigger.AvailableNow`` for both), after a warm-up run of both on a small stream
+(the JVM's first queries, not the engines, would otherwise decide the first one measured).
+wid live runs ``[RANGE r SLIDE s WATTR ts]`` per segment closed by ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)``
 with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets``
 partitions. Reported: rows/s of each (one run, wall clock from start to the end of the last
-batch) and the largest state of each operator, per key and per (key, open window).
+batch) and the largest state of each operator, per key and per (key, open window), with the
+machine's load average before the run (idle or loaded).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 import tempfile
 import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
 from wid.stream import live_run
@@ -23,9 +28,10 @@ from wid.stream.live import END_COLUMN, live
 from wid.stream.punctuate import slack
 
 
-def _timed(query) -> tuple[float, list[dict]]:
+def _timed(start: Callable[[], StreamingQuery]) -> tuple[float, list[dict]]:
+    """Seconds from starting a query to the end of its last batch, and its progress."""
     began = time.perf_counter()
-    progress = live_run.run(query)
+    progress = live_run.run(start())
     return time.perf_counter() - began, progress
 
 
@@ -47,42 +53,54 @@ def _state_rows(progress: list[dict]) -> list[int]:
     return sizes
 
 
-def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int = 60, slide_s: int = 20,
-               delay: int = 5, files: int = 8, buckets: int = 2) -> list[str]:
-    """Report lines of one run of each engine over the same files."""
-    work = Path(tempfile.mkdtemp(prefix="wid-bench-live-"))
+def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s: int, slide_s: int, delay: int,
+             files: int, buckets: int) -> dict[str, Callable[[], StreamingQuery]]:
+    """wid live and Spark's window() over the same ``files`` files of ``rows`` generated rows."""
     data = traffic(spark, rows, segments=segments)
     live_run.split_into_files(data, work / "in", files)
     text = (f"SELECT seg_id, count(*) AS n, max(speed) AS top FROM traffic "
             f"[RANGE {range_s} SECONDS SLIDE {slide_s} SECONDS WATTR ts] GROUP BY seg_id")
     job = live(spark, text, live_run.source(spark, work / "in"), slack(delay), buckets=buckets)
-    wid_seconds, wid_progress = _timed(live_run.start(job, work / "wid_out", work / "wid_checkpoint"))
-
     stream = live_run.source(spark, work / "in").where(~F.col(END_COLUMN))
     windowed = (stream.withWatermark("ts", f"{delay} seconds")
                 .groupBy(F.window("ts", f"{range_s} seconds", f"{slide_s} seconds"), "seg_id")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("speed").alias("top")))
-    previous = spark.conf.get(live_run.PARTITIONS)
-    spark.conf.set(live_run.PARTITIONS, str(buckets))  # the state partitions of wid's step
-    try:
-        spark_query = (windowed.writeStream.format("parquet").outputMode("append")
-                       .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
-                       .start(str(work / "spark_out")))
-    finally:
-        spark.conf.set(live_run.PARTITIONS, previous)
-    spark_seconds, spark_progress = _timed(spark_query)
 
+    def spark_query() -> StreamingQuery:
+        previous = spark.conf.get(live_run.PARTITIONS)
+        spark.conf.set(live_run.PARTITIONS, str(buckets))  # the state partitions of wid's step
+        try:
+            return (windowed.writeStream.format("parquet").outputMode("append")
+                    .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
+                    .start(str(work / "spark_out")))
+        finally:
+            spark.conf.set(live_run.PARTITIONS, previous)
+
+    return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / "wid_checkpoint"),
+            "spark window + watermark": spark_query}
+
+
+def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int = 60, slide_s: int = 20,
+               delay: int = 5, files: int = 8, buckets: int = 2) -> list[str]:
+    """Report lines of one run of each engine over the same files (after a warm-up of both)."""
+    shape = (segments, range_s, slide_s, delay)
+    for start in _queries(spark, Path(tempfile.mkdtemp(prefix="wid-bench-warm-")), min(rows, 20000), *shape, 2,
+                          buckets).values():
+        _timed(start)
+    load = os.getloadavg()[0]
+    timings = {name: _timed(start) for name, start in
+               _queries(spark, Path(tempfile.mkdtemp(prefix="wid-bench-live-")), rows, *shape, files, buckets).items()}
     open_windows = -(-range_s // slide_s)
     lines = [f"{rows} rows, {segments} keys, [RANGE {range_s} SLIDE {slide_s}] (~{open_windows} open windows "
-             f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run, "
-             "machine loaded"]
-    for name, seconds, progress in (("wid live (slack)", wid_seconds, wid_progress),
-                                    ("spark window + watermark", spark_seconds, spark_progress)):
+             f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
+             f"after a warm-up, load average {load:.2f} before it"]
+    for name, (seconds, progress) in timings.items():
         sizes = _state_rows(progress)
         states = "; ".join(f"operator {i}: {n} state rows max ({n / segments:.1f} per key, "
                            f"{n / segments / open_windows:.2f} per key and window)" for i, n in enumerate(sizes))
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); {states}")
+    (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
     return lines

@@ -10,9 +10,10 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
    (``embedded(punct_stream)``: a streaming frame that must reach the query in ``row_num``
    order with the tuples, e.g. both read from one file source), or each tuple's own mark.
 3. Routing (no shuffle but the one into the stateful step): a tuple goes to the hash bucket of
-   its keys; a tuple whose mark is on all keys (slack, heartbeat) also goes to every other
-   bucket as a narrow mark row; a punctuation goes to the buckets of the keys it binds; the
-   end marker goes everywhere.
+   its keys; when tuples' marks are on all keys (slack, heartbeat), those that can raise the
+   bound also go to every other bucket as narrow mark rows; a punctuation goes to the buckets
+   of the keys it binds; the end marker goes everywhere. The elements reach the stateful step
+   packed into Arrow cells (:mod:`wid.stream.live_input`), a few rows per bucket and batch.
 4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows.
 5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
@@ -27,11 +28,12 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import partial
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
@@ -39,12 +41,12 @@ from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
 from wid.text import WindowQuery
-from wid.stream.live_state import END, KIND, LAST, MARK, PUNCTUATION, TUPLE, Layout, PaneProcessor
+from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
+from wid.stream.live_state import Layout, PaneProcessor
 from wid.stream.punctuation import Generator, Marks
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_BUCKET, _OWN = "_wid_bucket", "_wid_own"
 _views = itertools.count()
 
 
@@ -118,18 +120,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     payload = list(tuples.columns)
     values = [a.arg for a in compiled.aggregates if a.arg is not None]
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
-    columns = [StructField(_BUCKET, IntegerType()), StructField("row_num", LongType()),
+    columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
                StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType())]
     hashed = list(marks.pattern) or keys
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
-    routed = tagged.withColumn(_OWN, bucket_of).withColumn(_BUCKET, F.explode(everywhere if on_all else F.array(_OWN)))
-    own = F.col(_BUCKET) == F.col(_OWN)  # elsewhere, a tuple is a mark: row_num and wid_closed only
-    parts = [_select(routed, columns, {**{c: F.when(own, F.col(c)) for c in tagged.columns},
-                                       "row_num": F.col("row_num"), _BUCKET: F.col(_BUCKET),
-                                       KIND: F.when(own, TUPLE).otherwise(MARK),
+    parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
                                        WID_CLOSED: marks.closed if marks.closed is not None else F.lit(None)})]
     if given is not None:
         targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
@@ -138,17 +136,17 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
             for k in hashed:
                 bound = bound & F.col(k).isNotNull()
             targets = F.when(bound, F.array(bucket_of)).otherwise(everywhere)
-        punctuations = given.frame.withColumn(_BUCKET, F.explode(targets))
+        punctuations = given.frame.withColumn(BUCKET, F.explode(targets))
         parts.append(_select(punctuations, columns, {**{c: F.col(c) for c in punctuations.columns},
                                                      KIND: F.lit(PUNCTUATION)}))
     if ending:
-        marker = stream.where(F.col(END_COLUMN)).withColumn(_BUCKET, F.explode(everywhere))
+        marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
-                                               _BUCKET: F.col(_BUCKET), KIND: F.lit(END)}))
-    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent",
-                     tuple(f.name for f in columns), on_all)
-    out = _union(parts).groupBy(_BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output,
-                                                                    "Append", "None")
+                                               BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
+    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent", on_all)
+    packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, on_all=on_all),
+                                      StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
+    out = packed.groupBy(BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output, "Append", "None")
     return _views_of(compiled, out, payload, buckets)
 
 
@@ -159,8 +157,7 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool,
-            columns: tuple[str, ...], on_all: bool) -> Layout:
+def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool, on_all: bool) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
     tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
     given = marks.given
@@ -176,8 +173,7 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
                          StructField(WID_CLOSED, LongType())])
     return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern), on_all=on_all, shift=marks.shift,
-                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
-                  columns=columns)
+                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output)
 
 
 def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:

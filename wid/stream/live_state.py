@@ -36,12 +36,10 @@ from pyspark.sql.types import LongType, StructField, StructType
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.errors import WidError
+from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
-TUPLE, MARK, PUNCTUATION, END = 0, 1, 2, 3
-KIND = "_wid_kind"
 NONE = np.iinfo(np.int64).min  # no window closed yet
-LAST = np.iinfo(np.int64).max  # the row_num of an end marker without one: after everything
 _RUN, _AT = "_wid_run", "_wid_at"
 _INTEGRAL = ("long", "integer", "short", "byte")
 _PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
@@ -63,12 +61,10 @@ def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(kept, ignore_index=True) if kept else frames[0].iloc[0:0]
 
 
-def _concat(rows: Iterator[pd.DataFrame], names: list[str]) -> pd.DataFrame:
-    """The group's rows in one frame, columns named ``names`` (pandas input renames columns
-    whose names start with an underscore)."""
-    frame = pd.concat(list(rows), ignore_index=True)
-    frame.columns = names
-    return frame
+def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
+    """The bucket's elements in one frame, from the Arrow cells :func:`wid.stream.live_input.pack`
+    made of them (the cell column is the last: pandas input renames underscore names)."""
+    return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas()
 
 
 def check_order(events: pd.DataFrame, last: tuple | None) -> None:
@@ -105,7 +101,7 @@ class Layout:
     and their ``shapes`` (bound together), ``payload`` (the stream's columns, for late rows),
     ``aggregates`` over value columns, ``own`` (tuples punctuate ``pattern`` themselves with
     their ``wid_closed``), ``on_all`` (tuples' ``wid_closed`` are marks on all keys, at
-    ``row_num + shift``), ``consistent``, the state and output schemas and the input's ``columns``."""
+    ``row_num + shift``), ``consistent``, the state and output schemas."""
 
     keys: tuple[str, ...]
     pattern: tuple[str, ...]
@@ -119,7 +115,6 @@ class Layout:
     pane_schema: StructType
     closed_schema: StructType
     output: StructType
-    columns: tuple[str, ...]
 
 
 class PaneProcessor(StatefulProcessor):
@@ -169,7 +164,7 @@ class PaneProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
         lay = self.layout
-        events = _concat(rows, list(lay.columns)).sort_values(["row_num", KIND], kind="stable")
+        events = _events(rows).sort_values(["row_num", KIND], kind="stable")
         end = bool((events[KIND] == END).any())
         on_all = self._sequence(events, end)
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)

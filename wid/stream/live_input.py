@@ -1,0 +1,95 @@
+"""What live mode's stateful step receives: stream elements routed to hash buckets of the
+grouping keys, packed into Arrow IPC cells.
+
+An element is a row of the bucketed stream with ``row_num``, a kind (:data:`KIND`: tuple,
+mark, punctuation, end of stream) and its bucket. ``transformWithStateInPandas`` hands its
+Python worker a bucket's rows one Python object at a time (pyspark regroups each Arrow batch
+with ``itertuples``, ~10 us a row, most of a short window's cost), so :func:`pack`, a
+stateless ``mapInArrow`` (Arrow in and out, no Python object per row), turns each Arrow batch
+of a partition into one row per bucket, ``(bucket, rows)`` with ``rows`` an Arrow IPC stream,
+and :func:`unpack` reads a bucket's cells back as one table.
+
+Marks on all keys (slack, heartbeat: each tuple's ``wid_closed`` binds every key) must reach
+every bucket. Of a batch's tuples only the records can raise the bound (a tuple whose
+``wid_closed`` exceeds that of every earlier tuple of the batch; a later, not higher one never
+becomes a punctuation), so :func:`pack` sends only those, and the batch's last tuple (so that
+each bucket sees how far the stream has come), to the other buckets as narrow mark rows.
+
+>>> import pyarrow as pa
+>>> batch = pa.record_batch({"_wid_bucket": pa.array([1, 0, 1], pa.int32()), "row_num": [4, 5, 6],
+...                          "_wid_kind": pa.array([TUPLE] * 3, pa.int32()), "wid_closed": [3, 2, 3]})
+>>> [cells] = pack(iter([batch]), buckets=2, on_all=True)
+>>> cells.column(0).to_pylist()
+[0, 1]
+>>> bucket_0 = unpack([cells.column(1)[0].as_py()]).sort_by("row_num")
+>>> bucket_0.column("row_num").to_pylist(), bucket_0.column("_wid_kind").to_pylist()
+([4, 5, 6], [1, 0, 1])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from wid.bucket.columns import WID_CLOSED
+
+TUPLE, MARK, PUNCTUATION, END = 0, 1, 2, 3
+KIND, BUCKET, ROWS = "_wid_kind", "_wid_bucket", "_wid_rows"
+LAST = np.iinfo(np.int64).max  # the row_num of an end marker without one: after everything
+
+
+def _marks(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch's tuples that must reach every bucket, as mark rows (``row_num``,
+    ``wid_closed`` and their own bucket; NULL elsewhere): the records of ``wid_closed`` in
+    ``row_num`` order, and the last tuple."""
+    tuples = np.flatnonzero(batch.column(KIND).to_numpy(zero_copy_only=False) == TUPLE)
+    rows = batch.column("row_num").to_numpy(zero_copy_only=False)[tuples]
+    tuples = tuples[np.argsort(rows, kind="stable")]
+    closed = batch.column(WID_CLOSED).take(pa.array(tuples)).to_numpy(zero_copy_only=False).astype("float64")
+    closed = np.where(np.isnan(closed), -np.inf, closed)  # NULL: no bound
+    before = np.maximum.accumulate(np.concatenate([[-np.inf], closed]))[:-1]
+    keep = closed > before
+    keep[-1:] = True
+    taken = pa.array(tuples[keep])
+    given = {"row_num", WID_CLOSED, BUCKET}
+    columns = [batch.column(f.name).take(taken) if f.name in given else
+               pa.array(np.full(len(taken), MARK, np.int32)) if f.name == KIND else pa.nulls(len(taken), f.type)
+               for f in batch.schema]
+    return pa.record_batch(columns, schema=batch.schema)
+
+
+def _cell(rows: pa.RecordBatch) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, rows.schema) as writer:
+        writer.write_batch(rows)
+    return sink.getvalue().to_pybytes()
+
+
+def pack(batches: Iterator[pa.RecordBatch], buckets: int, on_all: bool) -> Iterator[pa.RecordBatch]:
+    """Per batch, one row ``(b, IPC stream)`` per bucket ``b`` with elements: the batch's rows
+    of bucket ``b`` and, when ``on_all``, the other buckets' tuples as marks (see the module
+    doc); schema ``(_wid_bucket int, _wid_rows binary)``."""
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        ids = batch.column(BUCKET).to_numpy(zero_copy_only=False)
+        marks = _marks(batch) if on_all else None
+        values, cells = [], []
+        for b in range(buckets):
+            rows = batch.filter(pa.array(ids == b))
+            if marks is not None:
+                others = marks.filter(pa.array(marks.column(BUCKET).to_numpy(zero_copy_only=False) != b))
+                others = others.set_column(others.schema.get_field_index(BUCKET), BUCKET,
+                                           pa.array(np.full(others.num_rows, b, np.int32)))
+                rows = pa.concat_batches([rows, others])
+            if rows.num_rows:
+                values.append(b)
+                cells.append(_cell(rows))
+        yield pa.record_batch([pa.array(values, pa.int32()), pa.array(cells, pa.binary())], names=[BUCKET, ROWS])
+
+
+def unpack(cells: Iterable[bytes]) -> pa.Table:
+    """The rows packed into ``cells`` by :func:`pack`, in one table (in cell order)."""
+    return pa.concat_tables([pa.ipc.open_stream(cell).read_all() for cell in cells])
