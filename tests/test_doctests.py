@@ -19,6 +19,7 @@ PUBLIC = {
     "wid.sql": ["register", "create_view", "run_sql"],
     "wid.aggregate.bins": [],
     "wid.stream.scan": ["before"],
+    "wid.stream.live_input": [],
 }
 
 
