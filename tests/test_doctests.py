@@ -20,6 +20,8 @@ PUBLIC = {
     "wid.aggregate.bins": [],
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": [],
+    "wid.spec.windows": [],
+    "wid.spec.numbers": [],
 }
 
 

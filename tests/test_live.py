@@ -39,6 +39,13 @@ QUERY = (f"SELECT k, count(*) AS n, sum(v) AS total, avg(v) AS mean, max(x) AS h
          "[RANGE 6 SLIDE 2 WATTR x] GROUP BY k")
 FLAG = "is_punctuation"
 COLUMNS = f"row_num long, k string, x double, v long, d decimal(20, 6), arrival double, {FLAG} boolean"
+#: ROWS windows (positions counted in arrival order as tuples come; each tuple punctuates its partition).
+ROWS_QUERIES = {
+    "rows_pattr": f"SELECT k, count(*) AS n, sum(v) AS total, avg(d) AS exact FROM {VIEW} "
+                  "[RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR k]",
+    "rows_hopping_where": f"SELECT count(*) AS n, max(x) AS hi FROM {VIEW} [RANGE 2 ROWS SLIDE 3 ROWS WATTR row_num] "
+                          "WHERE v > 2",
+}
 WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
 
 
@@ -95,6 +102,7 @@ def outputs(spark, stream, tmp_path_factory) -> dict:
     tuples, punctuations = _split(source)
     work = tmp_path_factory.mktemp("sinks")
     jobs = {name: live(spark, QUERY, tuples, generator) for name, generator in generators(spark, punctuations).items()}
+    jobs.update({name: live(spark, text, tuples) for name, text in ROWS_QUERIES.items()})
     names = list(jobs)
     for wave in range(0, len(names), WAVE):
         started = [live_run.start(jobs[n], work / n / "out", work / n / "checkpoint") for n in names[wave:wave + WAVE]]
@@ -119,8 +127,32 @@ def test_live_equals_replay(spark, outputs, name):
     assert results.schema["exact"].dataType.simpleString() == "decimal(24,10)"  # Spark's avg of a decimal(20, 6)
 
 
+@pytest.mark.parametrize("name", list(ROWS_QUERIES))
+def test_live_rows_windows_equal_replay(spark, outputs, name):
+    """Positions per partition (or of the whole stream, in one bucket) across micro-batches."""
+    (results, late), _ = outputs[name]
+    expected = replay(spark, ROWS_QUERIES[name])
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert late.count() == expected.late.count() == 0  # arrival order: a ROWS window is never late
+    assert results.where(F.col("emit_row").isNotNull()).count() > 0
+
+
+def test_live_rows_window_with_a_null_partition_equals_replay(spark, tmp_path):
+    """A NULL ``PATTR`` value is a partition of its own, as in replay; NULLs in every batch."""
+    rnd = random.Random(3)
+    frame = spark.createDataFrame([(2 * i, rnd.choice(["a", "b", None]), rnd.uniform(-5, 5)) for i in range(40)],
+                                  "row_num long, p string, y double")
+    frame.createOrReplaceTempView(VIEW + "_p")
+    text = f"SELECT p, count(*) AS n, min(y) AS lo FROM {VIEW}_p [RANGE 3 ROWS SLIDE 2 ROWS WATTR row_num PATTR p]"
+    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, _ = live_run.read_output(spark, job, tmp_path / "out")
+    assert results.where(F.col("p").isNull() & F.col("emit_row").isNotNull()).count() > 0
+    assert_df_equality(results, replay(spark, text).results, ignore_row_order=True, ignore_nullable=True)
+
+
 def test_some_generators_have_late_rows(outputs):
-    lates = {name: out[0][1].count() for name, out in outputs.items()}
+    lates = {name: out[0][1].count() for name, out in outputs.items() if name not in ROWS_QUERIES}
     assert lates["slack"] > 0 and lates["embedded_consistent"] > lates["embedded"] > 0 and lates["end_only"] == 0
 
 
@@ -183,8 +215,11 @@ def test_bad_arguments_are_named(spark, stream):
         live(spark, QUERY, tuples, punctuation="slack")
     with pytest.raises(WidError, match="ORDER BY and LIMIT"):
         live(spark, QUERY + " ORDER BY k", tuples)
-    with pytest.raises(WidError, match="not TupleSliding"):
-        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", tuples)
+    with pytest.raises(WidError, match="implied by arrival order"):
+        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", tuples,
+             punctuate.slack(1))
+    with pytest.raises(WidError, match="not Landmark"):
+        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE UNBOUNDED SLIDE 2 WATTR x]", tuples)
 
 
 def run_remote(url: str, directory: Path, work: Path) -> None:

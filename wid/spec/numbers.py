@@ -20,6 +20,7 @@ import re
 from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
+import numpy as np
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
@@ -115,14 +116,21 @@ def floor_div(x: Expr, d: Number) -> Expr:
 
     >>> floor_div(Sql.column("x"), 60)
     Sql(text='(CAST(div(`x`, 60) AS BIGINT) - CAST((mod(`x`, 60) < 0) AS BIGINT))')
+    >>> floor_div(np.array([-1, 0, 59, 60]), 60)  # whole numbers in numpy (arrival positions)
+    array([-1,  0,  0,  1])
     """
+    if isinstance(x, np.ndarray):
+        return x // d
     d_ = F.lit(d) if isinstance(x, Column) else d
     return call("div", x, d_).cast("long") - (call("mod", x, d_) < 0).cast("long")
 
 
 def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
     """``floor((x + a) / d)`` for ``a >= 0`` without forming ``x + a`` (no overflow, no rounding
-    of decimals): ``floor(x/d) + ((pmod(x, d) + a) div d)``, with ``0 <= pmod(x, d) < d``."""
+    of decimals): ``floor(x/d) + ((pmod(x, d) + a) div d)``, with ``0 <= pmod(x, d) < d``
+    (numpy: ``(x + a) // d`` on whole numbers)."""
+    if isinstance(x, np.ndarray):
+        return (x + a) // d
     d_ = F.lit(d) if isinstance(x, Column) else d
     return floor_div(x, d) + call("div", _pmod(x, d) + a, d_).cast("long")
 

@@ -20,6 +20,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+import numpy as np
 from pyspark.sql import Column, DataFrame
 
 from wid.errors import WidError
@@ -262,6 +263,27 @@ class TupleSliding(Sliding):
         super().__post_init__()
         object.__setattr__(self, "range", whole("RANGE", self.range))
         object.__setattr__(self, "slide", whole("SLIDE", self.slide))
+
+    @property
+    def live(self) -> bool:
+        """Live mode counts positions in arrival (``row_num``) order as tuples come."""
+        return self.wattr == "row_num"
+
+    def implied(self, x: Expr) -> Expr:
+        """The window the tuple at position ``x`` closes by arriving (the next tuple of its
+        partition is past it): ``floor((x+1)/s) - 1``."""
+        return floor_div(x + 1, self.slide) - 1
+
+    def tag_positions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(wid_lo, wid_hi, wid_closed)`` of tuples at 0-based positions ``x``: :meth:`wids`
+        and :meth:`implied` on whole numbers (live mode's Bucket, where positions come as
+        tuples arrive).
+
+        >>> TupleSliding(3, 2).tag_positions(np.arange(5))
+        (array([0, 0, 1, 1, 2]), array([0, 1, 1, 2, 2]), array([-1,  0,  0,  1,  1]))
+        """
+        lo, hi = self.wids(x)
+        return lo, hi, self.implied(x)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.query import CompiledQuery
-from wid.spec.numbers import Number, as_number, floor_div, times
+from wid.spec.numbers import Number, as_number, times
 from wid.spec.windows import ContextFree
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.scan import before
@@ -38,9 +38,8 @@ _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
 
 def _implied(compiled: CompiledQuery) -> Punctuations:
     """ROWS windows: the tuple at position x closes window floor((x+1)/s) - 1 of its partition."""
-    slide, names = compiled.spec.slide, tuple(compiled.spec.partition)
-    frame = compiled.tagged.select(
-        "row_num", *names, (floor_div(F.col(WID_X) + 1, slide) - 1).alias(WID_CLOSED))
+    names = tuple(compiled.spec.partition)
+    frame = compiled.tagged.select("row_num", *names, compiled.spec.implied(F.col(WID_X)).alias(WID_CLOSED))
     return Punctuations(frame, names, (names,), wildcard=False)  # a NULL partition is a partition
 
 

@@ -28,22 +28,24 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, DataType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (BinaryType, BooleanType, DataType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
-from wid.text import WindowQuery
+from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
-from wid.stream.live_state import Layout, PaneProcessor
+from wid.stream.live_state import KEPT, Layout, PaneProcessor, Tagger
 from wid.stream.punctuation import Generator, Marks
+from wid.text import WindowQuery
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -65,22 +67,46 @@ class Live:
     buckets: int
 
 
+@dataclass(frozen=True)
+class _Arrivals:
+    """A ROWS window whose positions come in the stateful step, as tuples arrive: Bucket adds
+    ``wid_x``, ``wid_lo``, ``wid_hi`` (NULL until then) and, for WHERE, :data:`KEPT` (every
+    tuple is counted; only kept ones contribute and punctuate, as in replay)."""
+
+    spec: WindowSpec
+
+    def __getattr__(self, name: str):
+        return getattr(self.spec, name)
+
+    def grouped(self, keys: tuple[str, ...]) -> _Arrivals:
+        return _Arrivals(self.spec.grouped(keys))
+
+    def bucket(self, df: DataFrame) -> DataFrame:
+        for name in (self.spec.wattr, *self.spec.partition):
+            attribute_type(df, name)
+        unknown = F.lit(None).cast("long")
+        return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown, KEPT: F.lit(True)})
+
+    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
+
+
 def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> CompiledQuery:
     """The query compiled over ``tuples`` (registered under a fresh temp view name); the window
     kind and the clauses are checked first, before Bucket runs anything on the stream (the
-    Bucket of a kind live mode refuses may need a batch job, e.g. ROWS positions)."""
+    Bucket of a kind live mode refuses may need a batch job)."""
     parsed = WindowQuery.parse(query_text)
     spec = parse_window(parsed.window)
     if not spec.live:
-        raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute, "
-                       f"not {type(spec).__name__}")
+        raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute and ROWS "
+                       f"windows in arrival order (WATTR row_num), not {type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
     tuples.createOrReplaceTempView(view)
     text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
-    compiled = compile_query(spark, text, spec)
+    compiled = compile_query(spark, text, _Arrivals(spec) if spec.positional else spec)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
     return compiled
@@ -111,7 +137,13 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(F.col(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
     compiled = _compiled(spark, query_text, tuples)
-    marks = punctuation.marks(compiled) if punctuation is not None else Marks()
+    positional = compiled.spec.positional
+    if positional and punctuation is not None:
+        raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
+    if positional:  # each tuple punctuates its partition (wid_closed from its position, in the stateful step)
+        marks = Marks(pattern=tuple(compiled.spec.partition))
+    else:
+        marks = punctuation.marks(compiled) if punctuation is not None else Marks()
     given = marks.given
     if spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (None, ""):
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
@@ -122,8 +154,9 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
-               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType())]
-    hashed = list(marks.pattern) or keys
+               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType()),
+               *([StructField(KEPT, BooleanType())] if positional else [])]
+    hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
@@ -143,7 +176,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
-    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent", on_all)
+    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent", on_all,
+                     compiled.spec.tag_positions if positional else None)
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, on_all=on_all),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     out = packed.groupBy(BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output, "Append", "None")
@@ -157,7 +191,8 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool, on_all: bool) -> Layout:
+def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool, on_all: bool,
+            tagger: Tagger | None) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
     tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
     given = marks.given
@@ -172,8 +207,9 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
     closed = StructType([StructField("_wid_shape", IntegerType()), *_typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, LongType())])
     return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
-                  own=bool(marks.pattern), on_all=on_all, shift=marks.shift,
-                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output)
+                  own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
+                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
+                  tagger=tagger)
 
 
 def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:

@@ -25,13 +25,13 @@ Per micro-batch:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
@@ -40,6 +40,10 @@ from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
 NONE = np.iinfo(np.int64).min  # no window closed yet
+KEPT = "_wid_kept"  # ROWS windows: the tuple passes WHERE (every tuple takes a position)
+_COUNT = "_wid_count"
+#: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
+Tagger = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 _RUN, _AT = "_wid_run", "_wid_at"
 _INTEGRAL = ("long", "integer", "short", "byte")
 _PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
@@ -65,6 +69,18 @@ def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """The bucket's elements in one frame, from the Arrow cells :func:`wid.stream.live_input.pack`
     made of them (the cell column is the last: pandas input renames underscore names)."""
     return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas()
+
+
+def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
+    """Per row of ``frame``: ``table``'s ``column`` at the row's ``keys`` values (NaN if absent;
+    NULL matches NULL). Key columns of different dtypes (state read back as floats where a
+    batch's NULLs are objects) are compared as objects."""
+    left, right = frame[keys], table[[*keys, column]]
+    differ = [k for k in keys if left[k].dtype != right[k].dtype]
+    if differ:
+        left = left.astype({k: object for k in differ})
+        right = right.astype({k: object for k in differ})
+    return left.merge(right, on=keys, how="left")[column]
 
 
 def check_order(events: pd.DataFrame, last: tuple | None) -> None:
@@ -101,7 +117,9 @@ class Layout:
     and their ``shapes`` (bound together), ``payload`` (the stream's columns, for late rows),
     ``aggregates`` over value columns, ``own`` (tuples punctuate ``pattern`` themselves with
     their ``wid_closed``), ``on_all`` (tuples' ``wid_closed`` are marks on all keys, at
-    ``row_num + shift``), ``consistent``, the state and output schemas."""
+    ``row_num + shift``), ``consistent``, the state and output schemas; ``tagger`` (ROWS
+    windows): ids and implied punctuation of arrival positions, counted here per ``pattern``
+    value (the partition) in ``row_num`` order, the tuples' own marks."""
 
     keys: tuple[str, ...]
     pattern: tuple[str, ...]
@@ -115,6 +133,7 @@ class Layout:
     pane_schema: StructType
     closed_schema: StructType
     output: StructType
+    tagger: Tagger | None = None
 
 
 class PaneProcessor(StatefulProcessor):
@@ -127,12 +146,19 @@ class PaneProcessor(StatefulProcessor):
 
     def init(self, handle: StatefulProcessorHandle) -> None:
         self.panes = handle.getListState("panes", self.layout.pane_schema)
+        if self.layout.tagger is not None:
+            part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.pattern]
+            self.counts_schema = StructType([*part, StructField(_COUNT, LongType())])
+            self.counts = handle.getListState("counts", self.counts_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
         self.pending = handle.getListState("pending", _PENDING)
 
     def _shape(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
-        """The punctuations whose bound pattern columns are exactly ``shape``."""
+        """The punctuations whose bound pattern columns are exactly ``shape`` (ROWS windows:
+        all, a NULL partition is a partition)."""
+        if self.layout.tagger is not None:
+            return punctuations
         keep = np.ones(len(punctuations), dtype=bool)
         for c in self.layout.pattern:
             keep &= punctuations[c].notna().to_numpy() if c in shape else punctuations[c].isna().to_numpy()
@@ -144,8 +170,7 @@ class PaneProcessor(StatefulProcessor):
             return np.full(len(frame), NONE)
         if not shape:
             return np.full(len(frame), int(table[CLOSED].max()))
-        found = frame[list(shape)].merge(table[[*shape, CLOSED]], on=list(shape), how="left")[CLOSED]
-        return found.fillna(NONE).astype("int64").to_numpy()
+        return matched(frame, table, list(shape), CLOSED).fillna(NONE).astype("int64").to_numpy()
 
     def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
         """Steps 1 and 2 (state: the last element, the pending marks): the batch's punctuations
@@ -168,6 +193,8 @@ class PaneProcessor(StatefulProcessor):
         end = bool((events[KIND] == END).any())
         on_all = self._sequence(events, end)
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
+        if lay.tagger is not None:
+            tuples = self._positioned(tuples)
         punctuations = _stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = _stack([punctuations, tuples[tuples[CLOSED].notna()]])
@@ -233,6 +260,30 @@ class PaneProcessor(StatefulProcessor):
         self.closed.put(records(stored, lay.closed_schema)) if len(stored) else self.closed.clear()
         yield self._output(results, late)
 
+    def _positioned(self, tuples: pd.DataFrame) -> pd.DataFrame:
+        """ROWS windows: each tuple's 0-based position in its partition (``pattern``, NULL a
+        value of its own) in ``row_num`` order, after the partition's count in state; its ids and
+        implied punctuation from the tagger; then only the tuples kept by WHERE and in a window
+        (hopping gaps) go on, as replay's Bucket keeps them."""
+        part = list(self.layout.pattern)
+        before = pd.DataFrame(list(self.counts.get()), columns=[*part, _COUNT])
+        repeated = tuples.duplicated([*part, "row_num"], keep=False)
+        if repeated.any():
+            raise WidError(f"wid: duplicate row_num={int(tuples.loc[repeated, 'row_num'].iloc[0])}: "
+                           "arrival order needs a unique row_num")
+        if part:
+            base = matched(tuples, before, part, _COUNT).astype("float64").fillna(0).to_numpy("int64")
+            rank = tuples.groupby(part, dropna=False, sort=False).cumcount().to_numpy("int64")
+            grown = tuples[part].assign(**{_COUNT: 1})
+            counts = _stack([before, grown]).groupby(part, dropna=False, sort=False)[_COUNT].sum().reset_index()
+        else:
+            base, rank = int(before[_COUNT].sum()), np.arange(len(tuples), dtype="int64")
+            counts = pd.DataFrame({_COUNT: [base + len(tuples)]})
+        self.counts.put(records(counts, self.counts_schema)) if len(counts) else self.counts.clear()
+        lo, hi, closed = self.layout.tagger(base + rank)
+        tuples = tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})
+        return tuples[tuples[KEPT].fillna(False).to_numpy(bool) & (lo <= hi)].reset_index(drop=True)
+
     def _emit_rows(self, windows: pd.DataFrame, punctuations: pd.DataFrame) -> pd.Series:
         """The first punctuation of the batch (matching the keys) whose running max reaches each
         window; NULL when none (closed by the end of the stream)."""
@@ -244,8 +295,8 @@ class PaneProcessor(StatefulProcessor):
             mine = self._shape(punctuations, shape)
             if mine.empty:
                 continue
-            run = mine.groupby(list(shape), sort=False)[CLOSED].cummax() if shape else mine[CLOSED].cummax()
-            firsts = mine.assign(**{_RUN: run}).drop_duplicates([*shape, _RUN], keep="first")
+            run = mine.groupby(list(shape), dropna=False, sort=False)[CLOSED].cummax() if shape else mine[CLOSED].cummax()
+            firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
             found = pd.merge_asof(ordered, firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable"),
                                   left_on=WID, right_on=_RUN, by=list(shape) or None, direction="forward")
             at = pd.Series(found["row_num"].to_numpy(), index=found["_wid_i"].to_numpy())
@@ -258,7 +309,11 @@ class PaneProcessor(StatefulProcessor):
         columns = {}
         for field in self.layout.output.fields:
             value = out[field.name] if field.name in out.columns else pd.Series(None, index=out.index, dtype="object")
-            columns[field.name] = value.astype("Int64") if field.dataType.typeName() in _INTEGRAL else value
+            if field.dataType.typeName() in _INTEGRAL:
+                value = value.astype("Int64")
+            elif value.dtype.kind == "f" and not isinstance(field.dataType, NumericType):  # NULLs read back as NaN
+                value = value.astype(object).where(value.notna(), None)
+            columns[field.name] = value
         return pd.DataFrame(columns, index=out.index)
 
     def close(self) -> None:
