@@ -151,6 +151,43 @@ def test_live_rows_window_with_a_null_partition_equals_replay(spark, tmp_path):
     assert_df_equality(results, replay(spark, text).results, ignore_row_order=True, ignore_nullable=True)
 
 
+LANDMARK = "SELECT k, count(*) AS c, sum(n) AS t FROM {view} [RANGE UNBOUNDED SLIDE 3 WATTR x] GROUP BY k"
+
+
+def test_live_landmark_windows_equal_replay(spark, tmp_path):
+    """Open ranges stay open until the end of the stream closes them at its largest window (NULL
+    keys among the tuples: a key of its own for ``ordered_by``)."""
+    rnd = random.Random(5)
+    frame = spark.createDataFrame(
+        [(2 * i, rnd.choice(["a", "b", "c", None]), i * 0.5 - (rnd.uniform(0, 4) if rnd.random() < 0.3 else 0.0),
+          rnd.randint(-3, 9)) for i in range(80)], "row_num long, k string, x double, n long")
+    frame.createOrReplaceTempView(VIEW + "_l")
+    directory = live_run.split_into_files(frame, tmp_path / "in", 3)
+    text = LANDMARK.format(view=VIEW + "_l")
+    for name, generator in (("slack", punctuate.slack(1.5)), ("ordered_by", punctuate.ordered_by("k"))):
+        job = live(spark, text, live_run.source(spark, directory), generator)
+        live_run.run(live_run.start(job, tmp_path / name / "out", tmp_path / name / "checkpoint"))
+        results, late = live_run.read_output(spark, job, tmp_path / name / "out")
+        expected = replay(spark, text, punctuation=generator)
+        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+        assert late.count() > 0 and results.where(F.col("emit_row").isNull()).count() > 0  # closed by the end
+
+
+def test_a_landmark_window_closed_beyond_the_data_is_an_error(spark, tmp_path):
+    """A punctuation from the source closing windows no tuple has opened yet: which of them the
+    rest of the stream opens (replay's windows run to the stream's largest) is unknown live."""
+    frame = spark.createDataFrame([(0, "a", 1.0, 1, False), (1, None, 100.0, None, True), (2, "a", 2.0, 1, False)],
+                                  f"row_num long, k string, x double, n long, {FLAG} boolean")
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_a")
+    source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 1))
+    tuples = source.where(~F.coalesce(F.col(FLAG), F.lit(False))).drop(FLAG)
+    job = live(spark, LANDMARK.format(view=VIEW + "_a"), tuples,
+               punctuate.embedded(source.where(F.col(FLAG)).select("row_num", "k", "x")))
+    with pytest.raises(WidError, match="beyond the stream's largest window so far"):
+        live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+
+
 def test_some_generators_have_late_rows(outputs):
     lates = {name: out[0][1].count() for name, out in outputs.items() if name not in ROWS_QUERIES}
     assert lates["slack"] > 0 and lates["embedded_consistent"] > lates["embedded"] > 0 and lates["end_only"] == 0
@@ -218,8 +255,10 @@ def test_bad_arguments_are_named(spark, stream):
     with pytest.raises(WidError, match="implied by arrival order"):
         live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", tuples,
              punctuate.slack(1))
+    with pytest.raises(WidError, match="consistent punctuation drops a late tuple from all its landmark windows"):
+        live(spark, LANDMARK.format(view=VIEW).replace("sum(n)", "sum(v)"), tuples, punctuate.slack(1, mode="consistent"))
     with pytest.raises(WidError, match="not Landmark"):
-        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE UNBOUNDED SLIDE 2 WATTR x]", tuples)
+        live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE UNBOUNDED SLIDE 2 ROWS WATTR row_num]", tuples)
 
 
 def run_remote(url: str, directory: Path, work: Path) -> None:

@@ -1,71 +1,71 @@
 """Live mode's input packing (wid.stream.live_input), against a plain-Python reading of what
-each bucket must receive: its own elements, unchanged, and, when the tuples' marks bind all
-keys, every record of ``wid_closed`` over the whole batch in ``row_num`` order (a tuple above
-every earlier one) and the batch's last tuple, as narrow mark rows. No Spark: ``pack`` is the
-function ``mapInArrow`` runs; tests/test_live.py runs it in the streaming job."""
+each bucket must receive: its own elements, unchanged, and, for each column that must spread
+to every bucket (``wid_closed`` of marks on all keys, ``wid_lo`` of open ranges), every record
+of it over the whole batch in ``row_num`` order (a tuple above every earlier one) and the
+batch's last tuple, as narrow mark rows. No Spark: ``pack`` is the function ``mapInArrow``
+runs; tests/test_live.py runs it in the streaming job."""
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from wid.stream.live_input import BUCKET, KIND, MARK, PUNCTUATION, TUPLE, pack, unpack
 
 BUCKETS = 3
-
+NAMES = (BUCKET, "row_num", KIND, "wid_closed", "wid_lo", "speed")
+bound = st.one_of(st.none(), st.integers(-3, 12))  # NULL: no bound
 elements = st.lists(st.tuples(st.integers(0, BUCKETS - 1), st.integers(-5, 40),  # bucket, row_num (repeats)
-                              st.sampled_from([TUPLE, TUPLE, TUPLE, PUNCTUATION]),
-                              st.one_of(st.none(), st.integers(-3, 12)),      # wid_closed, NULL: no bound
+                              st.sampled_from([TUPLE, TUPLE, TUPLE, PUNCTUATION]), bound, bound,
                               st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False))),  # a payload value
-                    min_size=1, max_size=60)
+                    min_size=1, max_size=60).map(lambda rows: [dict(zip(NAMES, r)) for r in rows])
 
 
-def _batch(rows: list[tuple]) -> pa.RecordBatch:
-    bucket, row_num, kind, closed, value = zip(*rows)
-    return pa.record_batch({BUCKET: pa.array(bucket, pa.int32()), "row_num": pa.array(row_num, pa.int64()),
-                            KIND: pa.array(kind, pa.int32()), "speed": pa.array(value, pa.float64()),
-                            "wid_closed": pa.array(closed, pa.int64())})
+def _batch(rows: list[dict]) -> pa.RecordBatch:
+    types = {BUCKET: pa.int32(), KIND: pa.int32(), "speed": pa.float64()}
+    return pa.record_batch({n: pa.array([r[n] for r in rows], types.get(n, pa.int64())) for n in NAMES})
 
 
-def _received(rows: list[tuple], on_all: bool) -> dict[int, list[dict]]:
+def _received(rows: list[dict], spread: tuple[str, ...]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
-    for cells in pack(iter([_batch(rows)]), BUCKETS, on_all):
+    for cells in pack(iter([_batch(rows)]), BUCKETS, spread):
         for b, cell in zip(cells.column(BUCKET).to_pylist(), cells.column("_wid_rows").to_pylist()):
             out.setdefault(b, []).extend(unpack([cell]).to_pylist())
     return out
 
 
-def _records(rows: list[tuple]) -> set[int]:
-    """The row_nums of the tuples whose wid_closed exceeds every earlier tuple's, and the last."""
-    tuples = sorted((r for r in rows if r[2] == TUPLE), key=lambda r: r[1])
+def _records(rows: list[dict], name: str) -> set[int]:
+    """The row_nums of the tuples whose ``name`` exceeds every earlier tuple's, and the last."""
+    tuples = sorted((r for r in rows if r[KIND] == TUPLE), key=lambda r: r["row_num"])
     out, high = set(), None
-    for _, row_num, _, closed, _ in tuples:
-        if closed is not None and (high is None or closed > high):
-            out.add(row_num)
-            high = closed
-    return out | ({tuples[-1][1]} if tuples else set())
+    for r in tuples:
+        if r[name] is not None and (high is None or r[name] > high):
+            out.add(r["row_num"])
+            high = r[name]
+    return out | ({tuples[-1]["row_num"]} if tuples else set())
 
 
 @given(elements)
 def test_each_bucket_gets_its_own_elements_unchanged(rows):
-    received = _received(rows, on_all=False)
+    received = _received(rows, ())
     for b in range(BUCKETS):
-        own = [{BUCKET: r[0], "row_num": r[1], KIND: r[2], "speed": r[4], "wid_closed": r[3]} for r in rows if r[0] == b]
-        assert sorted(received.get(b, []), key=repr) == sorted(own, key=repr)
+        assert sorted(received.get(b, []), key=repr) == sorted([r for r in rows if r[BUCKET] == b], key=repr)
 
 
-@given(elements)
-def test_marks_on_all_keys_bring_every_record_to_every_bucket(rows):
-    received, records = _received(rows, on_all=True), _records(rows)
+@pytest.mark.parametrize("spread", [("wid_closed",), ("wid_lo",), ("wid_closed", "wid_lo")])
+@given(rows=elements)
+def test_spread_columns_bring_every_record_to_every_bucket(spread, rows):
+    received = _received(rows, spread)
     for b in range(BUCKETS):
         got = received.get(b, [])
-        own = [r for r in got if r[KIND] != MARK]
+        assert [r for r in got if r[KIND] != MARK] == [r for r in rows if r[BUCKET] == b]
         marks = [r for r in got if r[KIND] == MARK]
-        assert len(own) == sum(r[0] == b for r in rows)
         assert all(m["speed"] is None and m[BUCKET] == b for m in marks)  # narrow rows, in this bucket
+        others = [r for r in rows if r[KIND] == TUPLE and r[BUCKET] != b]  # a mark is another bucket's tuple
+        assert {tuple(m[n] for n in ("row_num", *spread)) for m in marks} <= {
+            tuple(r[n] for n in ("row_num", *spread)) for r in others}
         seen = {r["row_num"] for r in got if r[KIND] in (TUPLE, MARK)}
-        others = {r[1] for r in rows if r[2] == TUPLE and r[0] != b}
-        assert records & others <= seen
-        assert {(m["row_num"], m["wid_closed"]) for m in marks} <= {(r[1], r[3]) for r in rows
-                                                                   if r[2] == TUPLE and r[0] != b}
+        for name in spread:
+            assert _records(rows, name) & {r["row_num"] for r in others} <= seen

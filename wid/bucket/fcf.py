@@ -30,10 +30,11 @@ def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:
     return tagged.withColumn(WID_X, position(spec.partition, [WID_X], spec.wattr))
 
 
-def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
+def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFrame:
     """``df`` plus ``wid_x``, ``wid_lo``, ``wid_hi``; tuples in no window (gaps of hopping
     windows) are gone. An open upper end (landmark) is closed by the final punctuation:
-    the window whose extent first holds the stream's largest ``x``."""
+    the window whose extent first holds the stream's largest ``x`` (read in a job of its own;
+    with ``close_open`` False, left NULL for live mode, where the stream has no end yet)."""
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
@@ -42,6 +43,8 @@ def bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
     if spec.positional:
         tagged, ids = _positioned(tagged, spec), spec
     lo, hi = ids.wids(Sql.column(WID_X))
+    if hi is None and not close_open:
+        return tagged.withColumns({WID_LO: F.expr(str(lo)), WID_HI: F.lit(None).cast("long")})
     if hi is None:  # read now, in a job of its own: a failing check on x is a plain Spark error
         end = tagged.agg(F.expr(str(ids.wids(Sql(f"max({WID_X})"))[0]))).first()[0]
         return tagged.withColumn(WID_LO, F.expr(str(lo))).withColumn(WID_HI, F.lit(end).cast("long"))

@@ -47,6 +47,8 @@ class WindowSpec(ABC):
     wattr: str
     #: ``x`` is the 0-based arrival position (in ``wattr`` order), not a value.
     positional: ClassVar[bool] = False
+    #: A tuple's last window-id is open until the stream ends (landmark: ``wids`` gives no ``wid_hi``).
+    open_end: ClassVar[bool] = False
     #: The ids depend on ``x`` only through the window boundaries it passes (``floor(x/s)``),
     #: so a double ``x`` may be replaced by ``floor(x * 10**places)``; not so for FCA ids (values).
     floors: ClassVar[bool] = True
@@ -315,6 +317,12 @@ class Landmark(ContextFree):
     rows: bool = False
 
     number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("slide", "SLIDE"),)
+    open_end: ClassVar[bool] = True
+
+    @property
+    def live(self) -> bool:
+        """Live mode keeps the open end open until the end of the stream (value attributes only)."""
+        return not self.rows
 
     def __post_init__(self) -> None:
         super().__post_init__()

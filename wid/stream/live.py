@@ -38,6 +38,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, IntegerType, L
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
+from wid.bucket.fcf import bucket
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
@@ -68,26 +69,32 @@ class Live:
 
 
 @dataclass(frozen=True)
-class _Arrivals:
-    """A ROWS window whose positions come in the stateful step, as tuples arrive: Bucket adds
-    ``wid_x``, ``wid_lo``, ``wid_hi`` (NULL until then) and, for WHERE, :data:`KEPT` (every
-    tuple is counted; only kept ones contribute and punctuate, as in replay)."""
+class _Unfinished:
+    """Bucket on a stream that has not ended: a ROWS window's positions come in the stateful
+    step as tuples arrive (``wid_x``, ``wid_lo``, ``wid_hi`` NULL until then, and, for WHERE,
+    :data:`KEPT`: every tuple is counted, only kept ones contribute and punctuate, as in
+    replay); a landmark window's open end stays open (``wid_hi`` NULL: the end of the stream
+    closes it at the largest ``wid_lo``)."""
 
     spec: WindowSpec
 
     def __getattr__(self, name: str):
         return getattr(self.spec, name)
 
-    def grouped(self, keys: tuple[str, ...]) -> _Arrivals:
-        return _Arrivals(self.spec.grouped(keys))
+    def grouped(self, keys: tuple[str, ...]) -> _Unfinished:
+        return _Unfinished(self.spec.grouped(keys))
 
     def bucket(self, df: DataFrame) -> DataFrame:
+        if not self.spec.positional:
+            return bucket(df, self.spec, close_open=False)
         for name in (self.spec.wattr, *self.spec.partition):
             attribute_type(df, name)
         unknown = F.lit(None).cast("long")
         return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown, KEPT: F.lit(True)})
 
     def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        if not self.spec.positional:
+            return self.spec.where(tagged, condition)
         return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
 
 
@@ -98,15 +105,15 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
     parsed = WindowQuery.parse(query_text)
     spec = parse_window(parsed.window)
     if not spec.live:
-        raise WidError(f"live mode supports sliding, tumbling and hopping windows on a value attribute and ROWS "
-                       f"windows in arrival order (WATTR row_num), not {type(spec).__name__} on {spec.wattr!r}")
+        raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute and "
+                       f"ROWS windows in arrival order (WATTR row_num), not {type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
     tuples.createOrReplaceTempView(view)
     text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
-    compiled = compile_query(spark, text, _Arrivals(spec) if spec.positional else spec)
+    compiled = compile_query(spark, text, _Unfinished(spec) if spec.positional or spec.open_end else spec)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
     return compiled
@@ -140,8 +147,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     positional = compiled.spec.positional
     if positional and punctuation is not None:
         raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
+    if compiled.spec.open_end and punctuation is not None and punctuation.mode == "consistent":
+        raise WidError("consistent punctuation drops a late tuple from all its landmark windows, up to the "
+                       "stream's last one: unknown while the stream runs (replay it, or use generous mode)")
     if positional:  # each tuple punctuates its partition (wid_closed from its position, in the stateful step)
-        marks = Marks(pattern=tuple(compiled.spec.partition))
+        marks = Marks(pattern=tuple(compiled.spec.partition), wildcard=False)
     else:
         marks = punctuation.marks(compiled) if punctuation is not None else Marks()
     given = marks.given
@@ -178,7 +188,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
     layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None)
-    packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, on_all=on_all),
+    spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
+    packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     out = packed.groupBy(BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output, "Append", "None")
     return _views_of(compiled, out, payload, buckets)
@@ -209,7 +220,8 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
     return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
-                  tagger=tagger)
+                  tagger=tagger, open=compiled.spec.open_end,
+                  wildcard=given.wildcard if given is not None else marks.wildcard)
 
 
 def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:

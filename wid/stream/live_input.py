@@ -9,16 +9,18 @@ stateless ``mapInArrow`` (Arrow in and out, no Python object per row), turns eac
 of a partition into one row per bucket, ``(bucket, rows)`` with ``rows`` an Arrow IPC stream,
 and :func:`unpack` reads a bucket's cells back as one table.
 
-Marks on all keys (slack, heartbeat: each tuple's ``wid_closed`` binds every key) must reach
-every bucket. Of a batch's tuples only the records can raise the bound (a tuple whose
-``wid_closed`` exceeds that of every earlier tuple of the batch; a later, not higher one never
-becomes a punctuation), so :func:`pack` sends only those, and the batch's last tuple (so that
-each bucket sees how far the stream has come), to the other buckets as narrow mark rows.
+Some columns of every tuple must reach every bucket: ``wid_closed`` when the tuples' marks
+bind all keys (slack, heartbeat), ``wid_lo`` when ranges are open (landmark windows: the end of
+the stream closes them at the stream's largest ``wid_lo``). Of a batch's tuples only the records
+matter there (a tuple whose value exceeds that of every earlier tuple of the batch; a later, not
+higher one never raises a bound), so :func:`pack` sends only those, and the batch's last tuple
+(so that each bucket sees how far the stream has come), to the other buckets as narrow mark
+rows.
 
 >>> import pyarrow as pa
 >>> batch = pa.record_batch({"_wid_bucket": pa.array([1, 0, 1], pa.int32()), "row_num": [4, 5, 6],
 ...                          "_wid_kind": pa.array([TUPLE] * 3, pa.int32()), "wid_closed": [3, 2, 3]})
->>> [cells] = pack(iter([batch]), buckets=2, on_all=True)
+>>> [cells] = pack(iter([batch]), buckets=2, spread=("wid_closed",))
 >>> cells.column(0).to_pylist()
 [0, 1]
 >>> bucket_0 = unpack([cells.column(1)[0].as_py()]).sort_by("row_num")
@@ -40,20 +42,21 @@ KIND, BUCKET, ROWS = "_wid_kind", "_wid_bucket", "_wid_rows"
 LAST = np.iinfo(np.int64).max  # the row_num of an end marker without one: after everything
 
 
-def _marks(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch's tuples that must reach every bucket, as mark rows (``row_num``,
-    ``wid_closed`` and their own bucket; NULL elsewhere): the records of ``wid_closed`` in
-    ``row_num`` order, and the last tuple."""
+def _marks(batch: pa.RecordBatch, spread: tuple[str, ...]) -> pa.RecordBatch:
+    """The batch's tuples that must reach every bucket, as mark rows (``row_num``, the
+    ``spread`` columns and their own bucket; NULL elsewhere): the records of each ``spread``
+    column in ``row_num`` order, and the last tuple."""
     tuples = np.flatnonzero(batch.column(KIND).to_numpy(zero_copy_only=False) == TUPLE)
     rows = batch.column("row_num").to_numpy(zero_copy_only=False)[tuples]
     tuples = tuples[np.argsort(rows, kind="stable")]
-    closed = batch.column(WID_CLOSED).take(pa.array(tuples)).to_numpy(zero_copy_only=False).astype("float64")
-    closed = np.where(np.isnan(closed), -np.inf, closed)  # NULL: no bound
-    before = np.maximum.accumulate(np.concatenate([[-np.inf], closed]))[:-1]
-    keep = closed > before
+    keep = np.zeros(len(tuples), dtype=bool)
     keep[-1:] = True
+    for name in spread:
+        values = batch.column(name).take(pa.array(tuples)).to_numpy(zero_copy_only=False).astype("float64")
+        values = np.where(np.isnan(values), -np.inf, values)  # NULL: no bound
+        keep |= values > np.maximum.accumulate(np.concatenate([[-np.inf], values]))[:-1]
     taken = pa.array(tuples[keep])
-    given = {"row_num", WID_CLOSED, BUCKET}
+    given = {"row_num", BUCKET, *spread}
     columns = [batch.column(f.name).take(taken) if f.name in given else
                pa.array(np.full(len(taken), MARK, np.int32)) if f.name == KIND else pa.nulls(len(taken), f.type)
                for f in batch.schema]
@@ -67,15 +70,16 @@ def _cell(rows: pa.RecordBatch) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def pack(batches: Iterator[pa.RecordBatch], buckets: int, on_all: bool) -> Iterator[pa.RecordBatch]:
+def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...] = ()) -> Iterator[pa.RecordBatch]:
     """Per batch, one row ``(b, IPC stream)`` per bucket ``b`` with elements: the batch's rows
-    of bucket ``b`` and, when ``on_all``, the other buckets' tuples as marks (see the module
-    doc); schema ``(_wid_bucket int, _wid_rows binary)``."""
+    of bucket ``b`` and, when some columns must ``spread`` to every bucket, the other buckets'
+    tuples that carry their records, as marks (see the module doc); schema ``(_wid_bucket int,
+    _wid_rows binary)``."""
     for batch in batches:
         if not batch.num_rows:
             continue
         ids = batch.column(BUCKET).to_numpy(zero_copy_only=False)
-        marks = _marks(batch) if on_all else None
+        marks = _marks(batch, spread) if spread else None
         values, cells = [], []
         for b in range(buckets):
             rows = batch.filter(pa.array(ids == b))

@@ -40,6 +40,7 @@ from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
 NONE = np.iinfo(np.int64).min  # no window closed yet
+OPEN = np.iinfo(np.int64).max - 1  # wid_hi of an open range (landmark windows)
 KEPT = "_wid_kept"  # ROWS windows: the tuple passes WHERE (every tuple takes a position)
 _COUNT = "_wid_count"
 #: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
@@ -119,7 +120,9 @@ class Layout:
     their ``wid_closed``), ``on_all`` (tuples' ``wid_closed`` are marks on all keys, at
     ``row_num + shift``), ``consistent``, the state and output schemas; ``tagger`` (ROWS
     windows): ids and implied punctuation of arrival positions, counted here per ``pattern``
-    value (the partition) in ``row_num`` order, the tuples' own marks."""
+    value (the partition) in ``row_num`` order, the tuples' own marks; ``open``: ranges have an
+    open end (landmark windows, ``wid_hi`` NULL), closed at the largest ``wid_lo`` seen;
+    ``wildcard``: a NULL in a pattern column binds every value (else it is a value of its own)."""
 
     keys: tuple[str, ...]
     pattern: tuple[str, ...]
@@ -134,6 +137,8 @@ class Layout:
     closed_schema: StructType
     output: StructType
     tagger: Tagger | None = None
+    open: bool = False
+    wildcard: bool = True
 
 
 class PaneProcessor(StatefulProcessor):
@@ -153,11 +158,12 @@ class PaneProcessor(StatefulProcessor):
         self.closed = handle.getListState("closed", self.layout.closed_schema)
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
         self.pending = handle.getListState("pending", _PENDING)
+        self.top = handle.getValueState("top", "top long")  # open ranges: the largest wid_lo so far
 
     def _shape(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
-        """The punctuations whose bound pattern columns are exactly ``shape`` (ROWS windows:
-        all, a NULL partition is a partition)."""
-        if self.layout.tagger is not None:
+        """The punctuations whose bound pattern columns are exactly ``shape`` (all of them when
+        NULL is no wildcard: one shape, a NULL key a key of its own)."""
+        if not self.layout.wildcard:
             return punctuations
         keep = np.ones(len(punctuations), dtype=bool)
         for c in self.layout.pattern:
@@ -195,6 +201,9 @@ class PaneProcessor(StatefulProcessor):
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
         if lay.tagger is not None:
             tuples = self._positioned(tuples)
+        top = self._top(events) if lay.open else None
+        if lay.open:
+            tuples[HI] = OPEN
         punctuations = _stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = _stack([punctuations, tuples[tuples[CLOSED].notna()]])
@@ -225,6 +234,11 @@ class PaneProcessor(StatefulProcessor):
                          if lay.pattern else table[[CLOSED]].max().to_frame().T)
                 closed_tables.append(table.assign(_wid_shape=sid))
         closed_now = pd.concat(closed_tables, ignore_index=True) if closed_tables else state_closed
+        if top is not None and len(closed_now) and int(closed_now[CLOSED].max()) > top:
+            raise WidError(f"wid: a punctuation closes window {int(closed_now[CLOSED].max())} of a landmark window, "
+                           f"beyond the stream's largest window so far ({top}): live mode cannot tell which of "
+                           "them the rest of the stream opens (replay it, or punctuate from the data: slack, "
+                           "ordered_by, heartbeat on the data clock)")
 
         # late contributions and on-time panes
         lo, hi = tuples[LO].to_numpy("int64"), tuples[HI].to_numpy("int64")
@@ -248,6 +262,8 @@ class PaneProcessor(StatefulProcessor):
         for sid, shape in enumerate(lay.shapes):
             closed = np.maximum(closed, self._lookup(panes, closed_now[closed_now["_wid_shape"] == sid], shape))
         p_lo, p_hi = panes[LO].to_numpy("int64"), panes[HI].to_numpy("int64")
+        if top is not None:  # an open range ends, for now (and at the end of the stream), at the largest wid_lo
+            closed = np.where(p_hi == OPEN, np.minimum(closed, top), closed)
         row, w = spread(p_lo, np.minimum(p_hi, closed))
         windows = merge(panes.iloc[row][[*lay.keys, *names]].assign(**{WID: w}), [*lay.keys, WID],
                         list(lay.aggregates))
@@ -259,6 +275,16 @@ class PaneProcessor(StatefulProcessor):
         stored = closed_now[["_wid_shape", *lay.pattern, CLOSED]]
         self.closed.put(records(stored, lay.closed_schema)) if len(stored) else self.closed.clear()
         yield self._output(results, late)
+
+    def _top(self, events: pd.DataFrame) -> int:
+        """Open ranges (landmark windows): the largest ``wid_lo`` of the stream so far, over the
+        bucket's tuples and the other buckets' marks (state: the value before this batch)."""
+        seen = events.loc[events[KIND].to_numpy() <= MARK, LO].dropna()
+        top = max([*([self.top.get()[0]] if self.top.exists() else []), *([int(seen.max())] if len(seen) else [])],
+                  default=NONE)
+        if top != NONE:
+            self.top.update((top,))
+        return top
 
     def _positioned(self, tuples: pd.DataFrame) -> pd.DataFrame:
         """ROWS windows: each tuple's 0-based position in its partition (``pattern``, NULL a

@@ -166,7 +166,7 @@ class OrderedBy(Generator):
         return Punctuations(frame, names, (names,), wildcard=False)
 
     def marks(self, compiled) -> Marks:
-        return Marks(self.closed(compiled, F.col(WID_X)), pattern=self.punctuations(compiled).pattern)
+        return Marks(self.closed(compiled, F.col(WID_X)), pattern=self.punctuations(compiled).pattern, wildcard=False)
 
 
 def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:

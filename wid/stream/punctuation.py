@@ -47,12 +47,14 @@ class Marks:
     ``closed`` (a Column of the tagged tuple, NULL: none): the tuple's arrival brings a
     punctuation closing every window ``w <= closed`` for the tuple's ``pattern`` keys (all
     keys when ``pattern`` is empty), at ``row_num + shift``. ``given``: punctuations supplied
-    by the source, a streaming frame. Replay's running maxima are the live state's."""
+    by the source, a streaming frame. ``wildcard``: as :class:`Punctuations`' (False: a NULL
+    key is a key of its own). Replay's running maxima are the live state's."""
 
     closed: Column | None = None
     shift: int = 0
     pattern: tuple[str, ...] = ()
     given: Punctuations | None = None
+    wildcard: bool = True
 
 
 class Generator(ABC):
