@@ -20,12 +20,15 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from chispa import assert_df_equality
+from chispa import assert_approx_df_equality, assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
+from wid.cli import main
 from wid.errors import WidError
+from wid.experiment import punctuation_of
+from wid.plan import Plan
 from wid.stream import live_run
 from wid.stream.live import live
 from wid.stream.replay import replay
@@ -33,6 +36,7 @@ from wid.stream.replay import replay
 from connect_server import connect_server, spark_env
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[1]
 
 VIEW = "wid_live_s"
 QUERY = (f"SELECT k, count(*) AS n, sum(v) AS total, avg(v) AS mean, max(x) AS hi, avg(d) AS exact FROM {VIEW} "
@@ -259,6 +263,20 @@ def test_bad_arguments_are_named(spark, stream):
         live(spark, LANDMARK.format(view=VIEW).replace("sum(n)", "sum(v)"), tuples, punctuate.slack(1, mode="consistent"))
     with pytest.raises(WidError, match="not Landmark"):
         live(spark, f"SELECT count(*) AS n FROM {VIEW} [RANGE UNBOUNDED SLIDE 2 ROWS WATTR row_num]", tuples)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "plans").glob("live_*.toml")), ids=lambda p: p.stem)
+def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_path, path):
+    """``wid live PLAN``: the plan's input split into files, the sink's results are replay's."""
+    assert main(["live", str(path), "--dir", str(tmp_path)], spark=spark) == 0
+    plan = Plan.load(path)
+    settings = {k: v for k, v in plan.sections["live"].items() if k not in ("files", "buckets", "punctuation")}
+    generator = punctuation_of(plan.sections["live"]["punctuation"], settings, plan, spark.table(plan.view))
+    expected = replay(spark, plan.query, punctuation=generator).results
+    written = spark.read.parquet(str(tmp_path / "out")).where("kind = 'result'").select(*expected.columns)
+    # a double's avg: Spark's double sums, over panes first, so equal to ~15 digits (longs, decimals: exactly)
+    assert_approx_df_equality(written, expected, 1e-9, ignore_row_order=True, ignore_nullable=True)
+    assert capsys.readouterr().out.startswith(f"{expected.count()} results and ")
 
 
 def run_remote(url: str, directory: Path, work: Path) -> None:
