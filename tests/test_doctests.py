@@ -20,6 +20,7 @@ PUBLIC = {
     "wid.aggregate.bins": [],
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": [],
+    "wid.stream.live_arrival": ["positions"],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }

@@ -3,11 +3,11 @@
 One generated traffic stream is split into parquet files (one micro-batch each, the same
 files and ``Trigger.AvailableNow`` for both), after a warm-up run of both on a small stream
 (the JVM's first queries, not the engines, would otherwise decide the first one measured).
-wid live runs ``[RANGE r SLIDE s WATTR ts]`` per segment closed by ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)``
-with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets``
-partitions. Reported: rows/s of each (one run, wall clock from start to the end of the last
-batch) and the largest state of each operator, per key and per (key, open window), with the
-machine's load average before the run (idle or loaded).
+wid live runs ``[RANGE r SLIDE s WATTR ts]`` per segment closed by ``slack(delay)``; Spark
+runs ``groupBy(window(ts, r, s), seg_id)`` with ``withWatermark(ts, delay)`` into a parquet
+sink; both stateful steps have ``buckets`` partitions. Reported: rows/s of each (one run, wall
+clock from start to the end of the last batch) and the largest state of each operator, per key
+and per (key, open window), with the machine's load average before the run (idle or loaded).
 """
 
 from __future__ import annotations

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from wid.bucket.columns import WID_CLOSED
 
 TUPLE, MARK, PUNCTUATION, END = 0, 1, 2, 3
 KIND, BUCKET, ROWS = "_wid_kind", "_wid_bucket", "_wid_rows"

@@ -4,16 +4,18 @@
 bucket's stream elements, ``row_num`` and a kind each (0 tuple, 1 mark: another bucket's
 tuple, 2 punctuation, 3 end of stream), keys, ``wid_lo``/``wid_hi``, values and
 ``wid_closed``, never the window spec. Its state, per bucket: the panes (partials) of its
-keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, and the
-marks on all keys not due yet; nothing per tuple.
+keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, the marks
+on all keys not due yet, for ROWS windows the tuples counted per partition, for landmark
+windows the largest ``wid_lo``; nothing per tuple. Arrival order: :mod:`wid.stream.live_arrival`.
 
 Per micro-batch:
 
 1. Order: the batch's first ``(row_num, kind)`` must come after the last one of earlier
    batches (every element a bucket's windows depend on reaches that bucket, so this is the
    order replay sees for them); the end marker comes last.
-2. Marks on all keys (slack, heartbeat: every tuple reaches every bucket, as itself or as a
-   mark): the records (a mark above every earlier one) become punctuations on all keys at
+2. ROWS windows: each tuple's position in its partition gives its ids and the window it
+   closes (its own punctuation). Marks on all keys (slack, heartbeat: each tuple that can raise
+   the bound reaches every bucket, as itself or as a mark): the records (a mark above every earlier one) become punctuations on all keys at
    ``row_num + shift``; one beyond the stream seen so far waits in state until it passes.
 3. With ``C`` = the largest window closed for a tuple's keys when it arrives (state, then the
    batch's earlier punctuations): the tuple is late for ``[wid_lo, min(wid_hi, C)]``
@@ -36,13 +38,13 @@ from pyspark.sql.types import LongType, NumericType, StructField, StructType
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.errors import WidError
+from wid.stream.live_arrival import COUNT, check_order, matched, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
 NONE = np.iinfo(np.int64).min  # no window closed yet
 OPEN = np.iinfo(np.int64).max - 1  # wid_hi of an open range (landmark windows)
 KEPT = "_wid_kept"  # ROWS windows: the tuple passes WHERE (every tuple takes a position)
-_COUNT = "_wid_count"
 #: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
 Tagger = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 _RUN, _AT = "_wid_run", "_wid_at"
@@ -60,56 +62,10 @@ def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
     return list(zip(*columns))
 
 
-def _stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """``frames`` one after the other, empty ones left out (they would decide no dtype)."""
-    kept = [f for f in frames if len(f)]
-    return pd.concat(kept, ignore_index=True) if kept else frames[0].iloc[0:0]
-
-
 def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """The bucket's elements in one frame, from the Arrow cells :func:`wid.stream.live_input.pack`
     made of them (the cell column is the last: pandas input renames underscore names)."""
     return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas()
-
-
-def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
-    """Per row of ``frame``: ``table``'s ``column`` at the row's ``keys`` values (NaN if absent;
-    NULL matches NULL). Key columns of different dtypes (state read back as floats where a
-    batch's NULLs are objects) are compared as objects."""
-    left, right = frame[keys], table[[*keys, column]]
-    differ = [k for k in keys if left[k].dtype != right[k].dtype]
-    if differ:
-        left = left.astype({k: object for k in differ})
-        right = right.astype({k: object for k in differ})
-    return left.merge(right, on=keys, how="left")[column]
-
-
-def check_order(events: pd.DataFrame, last: tuple | None) -> None:
-    """A :class:`WidError` if ``events`` (sorted) do not all come after ``last`` (``(row_num,
-    kind)`` of the previous batches' last element) or the end marker is not the last element."""
-    head = (int(events["row_num"].iloc[0]), int(events[KIND].iloc[0]))
-    if last is not None and last[1] == END:
-        raise WidError(f"wid: row_num {head[0]} arrives after the end-of-stream marker")
-    if last is not None and head <= (last[0], last[1]):
-        raise WidError(f"wid: row_num {head[0]} arrives after row_num {last[0]} of an earlier micro-batch "
-                       "(row_num must not go backwards)")
-    ends = (events[KIND] == END).to_numpy()
-    if ends.any() and (ends.sum() > 1 or not ends[-1]):
-        raise WidError("wid: the end-of-stream marker must be the last element of the stream")
-
-
-def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high: int, shift: int,
-                end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(due, waiting)``: the records among the ``pending`` marks and the batch's tuple marks
-    (at ``row_num + shift``) above ``high`` (the largest emitted), due when the stream has
-    passed them (or ended); columns ``row_num``, ``wid_closed``."""
-    marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
-    candidates = _stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
-    candidates = candidates.astype("int64").sort_values("row_num", kind="stable")
-    before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
-    candidates = candidates[candidates[CLOSED].to_numpy() > before]
-    due = (candidates["row_num"] <= events["row_num"].max()).to_numpy() | end
-    return candidates[due], candidates[~due]
 
 
 @dataclass(frozen=True)
@@ -153,7 +109,7 @@ class PaneProcessor(StatefulProcessor):
         self.panes = handle.getListState("panes", self.layout.pane_schema)
         if self.layout.tagger is not None:
             part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.pattern]
-            self.counts_schema = StructType([*part, StructField(_COUNT, LongType())])
+            self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
             self.counts = handle.getListState("counts", self.counts_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
@@ -204,9 +160,9 @@ class PaneProcessor(StatefulProcessor):
         top = self._top(events) if lay.open else None
         if lay.open:
             tuples[HI] = OPEN
-        punctuations = _stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
+        punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
-            punctuations = _stack([punctuations, tuples[tuples[CLOSED].notna()]])
+            punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = punctuations.sort_values(["row_num", KIND], kind="stable")[
             ["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
         names = [n for n, _ in partial_names(list(lay.aggregates))]
@@ -228,7 +184,7 @@ class PaneProcessor(StatefulProcessor):
                        else both[_RUN].cummax())
                 at = both[_AT].to_numpy() >= 0
                 c[both[_AT].to_numpy()[at]] = np.maximum(c[both[_AT].to_numpy()[at]], run.to_numpy()[at])
-            table = _stack([stored.drop(columns="_wid_shape"), mine.drop(columns="row_num")])
+            table = stack([stored.drop(columns="_wid_shape"), mine.drop(columns="row_num")])
             if len(table):
                 table = (table.groupby(list(lay.pattern), dropna=False, sort=False)[CLOSED].max().reset_index()
                          if lay.pattern else table[[CLOSED]].max().to_frame().T)
@@ -254,7 +210,7 @@ class PaneProcessor(StatefulProcessor):
         fresh = pd.concat([tuples.loc[on, list(lay.keys)],
                            tuple_partials(tuples[on], list(lay.aggregates), lay.pane_schema)], axis=1)
         fresh[LO], fresh[HI] = on_lo[on], hi[on]
-        panes = merge(_stack([state_panes, fresh[[*lay.keys, LO, HI, *names]]]),
+        panes = merge(stack([state_panes, fresh[[*lay.keys, LO, HI, *names]]]),
                       [*lay.keys, LO, HI], list(lay.aggregates))
 
         # emit every window a punctuation closed, cut the panes to the open ones
@@ -287,26 +243,13 @@ class PaneProcessor(StatefulProcessor):
         return top
 
     def _positioned(self, tuples: pd.DataFrame) -> pd.DataFrame:
-        """ROWS windows: each tuple's 0-based position in its partition (``pattern``, NULL a
-        value of its own) in ``row_num`` order, after the partition's count in state; its ids and
-        implied punctuation from the tagger; then only the tuples kept by WHERE and in a window
-        (hopping gaps) go on, as replay's Bucket keeps them."""
+        """ROWS windows: positions (:func:`positions`, counts in state), the ids and implied
+        punctuation from the tagger; then only the tuples kept by WHERE and in a window (hopping
+        gaps) go on, as replay's Bucket keeps them."""
         part = list(self.layout.pattern)
-        before = pd.DataFrame(list(self.counts.get()), columns=[*part, _COUNT])
-        repeated = tuples.duplicated([*part, "row_num"], keep=False)
-        if repeated.any():
-            raise WidError(f"wid: duplicate row_num={int(tuples.loc[repeated, 'row_num'].iloc[0])}: "
-                           "arrival order needs a unique row_num")
-        if part:
-            base = matched(tuples, before, part, _COUNT).astype("float64").fillna(0).to_numpy("int64")
-            rank = tuples.groupby(part, dropna=False, sort=False).cumcount().to_numpy("int64")
-            grown = tuples[part].assign(**{_COUNT: 1})
-            counts = _stack([before, grown]).groupby(part, dropna=False, sort=False)[_COUNT].sum().reset_index()
-        else:
-            base, rank = int(before[_COUNT].sum()), np.arange(len(tuples), dtype="int64")
-            counts = pd.DataFrame({_COUNT: [base + len(tuples)]})
-        self.counts.put(records(counts, self.counts_schema)) if len(counts) else self.counts.clear()
-        lo, hi, closed = self.layout.tagger(base + rank)
+        x, counts = positions(tuples, pd.DataFrame(list(self.counts.get()), columns=[*part, COUNT]), part)
+        self.counts.put(records(counts, self.counts_schema))
+        lo, hi, closed = self.layout.tagger(x)
         tuples = tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})
         return tuples[tuples[KEPT].fillna(False).to_numpy(bool) & (lo <= hi)].reset_index(drop=True)
 
@@ -321,7 +264,8 @@ class PaneProcessor(StatefulProcessor):
             mine = self._shape(punctuations, shape)
             if mine.empty:
                 continue
-            run = mine.groupby(list(shape), dropna=False, sort=False)[CLOSED].cummax() if shape else mine[CLOSED].cummax()
+            closed = mine.groupby(list(shape), dropna=False, sort=False)[CLOSED] if shape else mine[CLOSED]
+            run = closed.cummax()
             firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
             found = pd.merge_asof(ordered, firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable"),
                                   left_on=WID, right_on=_RUN, by=list(shape) or None, direction="forward")
@@ -331,7 +275,7 @@ class PaneProcessor(StatefulProcessor):
 
     def _output(self, results: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
         """Both kinds in the output schema (missing columns NULL)."""
-        out = _stack([results.assign(kind="result"), late.assign(kind="late")])
+        out = stack([results.assign(kind="result"), late.assign(kind="late")])
         columns = {}
         for field in self.layout.output.fields:
             value = out[field.name] if field.name in out.columns else pd.Series(None, index=out.index, dtype="object")

@@ -1,0 +1,85 @@
+"""Arrival order in live mode's stateful step (:mod:`wid.stream.live_state`), per bucket and
+micro-batch: the order check, marks on all keys becoming punctuations, and arrival positions
+of ROWS windows. Pure pandas functions; the state they read and write is the processor's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from wid.bucket.columns import WID_CLOSED as CLOSED
+from wid.errors import WidError
+from wid.stream.live_input import END, KIND, MARK
+
+COUNT = "_wid_count"  # tuples of a partition counted so far (ROWS positions)
+
+
+def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """``frames`` one after the other, empty ones left out (they would decide no dtype)."""
+    kept = [f for f in frames if len(f)]
+    return pd.concat(kept, ignore_index=True) if kept else frames[0].iloc[0:0]
+
+
+def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
+    """Per row of ``frame``: ``table``'s ``column`` at the row's ``keys`` values (NaN if absent;
+    NULL matches NULL). Key columns of different dtypes (state read back as floats where a
+    batch's NULLs are objects) are compared as objects."""
+    left, right = frame[keys], table[[*keys, column]]
+    differ = [k for k in keys if left[k].dtype != right[k].dtype]
+    if differ:
+        left = left.astype({k: object for k in differ})
+        right = right.astype({k: object for k in differ})
+    return left.merge(right, on=keys, how="left")[column]
+
+
+def check_order(events: pd.DataFrame, last: tuple | None) -> None:
+    """A :class:`WidError` if ``events`` (sorted) do not all come after ``last`` (``(row_num,
+    kind)`` of the previous batches' last element) or the end marker is not the last element."""
+    head = (int(events["row_num"].iloc[0]), int(events[KIND].iloc[0]))
+    if last is not None and last[1] == END:
+        raise WidError(f"wid: row_num {head[0]} arrives after the end-of-stream marker")
+    if last is not None and head <= (last[0], last[1]):
+        raise WidError(f"wid: row_num {head[0]} arrives after row_num {last[0]} of an earlier micro-batch "
+                       "(row_num must not go backwards)")
+    ends = (events[KIND] == END).to_numpy()
+    if ends.any() and (ends.sum() > 1 or not ends[-1]):
+        raise WidError("wid: the end-of-stream marker must be the last element of the stream")
+
+
+def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high: int, shift: int,
+                end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(due, waiting)``: the records among the ``pending`` marks and the batch's tuple marks
+    (at ``row_num + shift``) above ``high`` (the largest emitted), due when the stream has
+    passed them (or ended); columns ``row_num``, ``wid_closed``."""
+    marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
+    candidates = stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
+    candidates = candidates.astype("int64").sort_values("row_num", kind="stable")
+    before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
+    candidates = candidates[candidates[CLOSED].to_numpy() > before]
+    due = (candidates["row_num"] <= events["row_num"].max()).to_numpy() | end
+    return candidates[due], candidates[~due]
+
+
+def positions(tuples: pd.DataFrame, counted: pd.DataFrame, pattern: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """``(x, counts)``: each tuple's 0-based arrival position in its partition (the ``pattern``
+    columns, NULL a value of its own; the whole stream when empty), in the order of ``tuples``,
+    after the partition's ``_wid_count`` in ``counted``; and the counts with these tuples. A
+    repeated ``row_num`` within a partition is a :class:`WidError` (replay's Bucket refuses it).
+
+    >>> t = pd.DataFrame({"row_num": [5, 6, 7], "p": ["a", None, "a"]})
+    >>> x, counts = positions(t, pd.DataFrame({"p": ["a"], COUNT: [2]}), ["p"])
+    >>> x.tolist(), counts[COUNT].tolist()
+    ([2, 0, 3], [4, 1])
+    """
+    repeated = tuples.duplicated([*pattern, "row_num"], keep=False)
+    if repeated.any():
+        raise WidError(f"wid: duplicate row_num={int(tuples.loc[repeated, 'row_num'].iloc[0])}: "
+                       "arrival order needs a unique row_num")
+    if not pattern:
+        base = int(counted[COUNT].sum())
+        return base + np.arange(len(tuples), dtype="int64"), pd.DataFrame({COUNT: [base + len(tuples)]})
+    base = matched(tuples, counted, pattern, COUNT).astype("float64").fillna(0).to_numpy("int64")
+    rank = tuples.groupby(pattern, dropna=False, sort=False).cumcount().to_numpy("int64")
+    grown = stack([counted, tuples[pattern].assign(**{COUNT: 1})])
+    return base + rank, grown.groupby(pattern, dropna=False, sort=False)[COUNT].sum().reset_index()
