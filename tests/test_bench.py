@@ -1,11 +1,13 @@
 """``wid bench --rows-window``: the ROWS query over the unpartitioned stream and per key, timed;
-``wid bench --replay``: replay's results and late rows against the query, timed."""
+``wid bench --replay``: replay's results and late rows against the query, timed; ``wid bench
+--live``: wid live and Spark's streaming window() over the same files, after a warm-up."""
 
 from __future__ import annotations
 
 import pytest
 
 from wid import bench_kinds
+from wid.live_bench import live_bench
 
 
 @pytest.mark.slow
@@ -21,3 +23,12 @@ def test_replay_vs_query_times_the_query_and_both_outputs_of_replay(spark):
     assert set(times) == {"query", "replay results", "replay late", "replay"}
     assert all(seconds > 0 for seconds in times.values())
     assert times["replay"] == times["replay results"] + times["replay late"]
+
+
+@pytest.mark.slow
+def test_live_bench_reports_both_engines_with_the_machine_load(spark):
+    lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2)
+    assert len(lines) == 4 and "load average" in lines[0]
+    assert lines[1].startswith("wid live (slack): ") and lines[2].startswith("spark window + watermark: ")
+    assert all("rows/s" in line and "state rows max" in line for line in lines[1:3])
+    assert lines[3].startswith("wid live / spark: ")
