@@ -142,13 +142,14 @@ def test_live_rows_windows_equal_replay(spark, outputs, name):
 
 
 def test_live_rows_window_with_a_null_partition_equals_replay(spark, tmp_path):
-    """A NULL ``PATTR`` value is a partition of its own, as in replay; NULLs in every batch."""
+    """A NULL ``PATTR`` value is a partition of its own, as in replay; NULLs in every batch; more
+    buckets than partitions (a bucket that only sees the end of the stream)."""
     rnd = random.Random(3)
     frame = spark.createDataFrame([(2 * i, rnd.choice(["a", "b", None]), rnd.uniform(-5, 5)) for i in range(40)],
                                   "row_num long, p string, y double")
     frame.createOrReplaceTempView(VIEW + "_p")
     text = f"SELECT p, count(*) AS n, min(y) AS lo FROM {VIEW}_p [RANGE 3 ROWS SLIDE 2 ROWS WATTR row_num PATTR p]"
-    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))
+    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), buckets=4)
     live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
     results, _ = live_run.read_output(spark, job, tmp_path / "out")
     assert results.where(F.col("p").isNull() & F.col("emit_row").isNotNull()).count() > 0
@@ -176,6 +177,28 @@ def test_live_landmark_windows_equal_replay(spark, tmp_path):
         assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
         assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
         assert late.count() > 0 and results.where(F.col("emit_row").isNull()).count() > 0  # closed by the end
+
+
+def test_live_landmark_window_with_where_equals_replay(spark, tmp_path):
+    """WHERE after Bucket, as replay: the tuple with the stream's largest ``x`` fails WHERE and
+    still decides the last window; no expression is evaluated on a tuple WHERE drops (``12 DIV n``
+    with n = 0 fails the query); a sum of longs past 2**53 stays exact (marks carry NULLs)."""
+    rnd = random.Random(11)
+    data = [(2 * i, rnd.choice(["a", "b", None]), i * 0.5 - (rnd.uniform(0, 4) if rnd.random() < 0.3 else 0.0),
+             rnd.randint(-3, 9), 2**54 + rnd.randint(0, 999)) for i in range(60)]
+    data.append((200, "a", 60.0, 0, 2**54 + 1))  # the largest x, dropped by WHERE
+    frame = spark.createDataFrame(data, "row_num long, k string, x double, n long, big long")
+    frame.createOrReplaceTempView(VIEW + "_w")
+    text = (f"SELECT k, count(*) AS c, sum(12 DIV n) AS q, sum(big) AS b FROM {VIEW}_w "
+            "[RANGE UNBOUNDED SLIDE 3 WATTR x] WHERE n <> 0 GROUP BY k")
+    generator = punctuate.slack(1.5)
+    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), generator)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text, punctuation=generator)
+    assert results.agg(F.max("wid")).first()[0] == 20  # the window of x = 60.0, which no kept tuple reaches
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
 
 
 def test_a_landmark_window_closed_beyond_the_data_is_an_error(spark, tmp_path):

@@ -67,14 +67,10 @@ def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s:
                 .agg(F.count(F.lit(1)).alias("n"), F.max("speed").alias("top")))
 
     def spark_query() -> StreamingQuery:
-        previous = spark.conf.get(live_run.PARTITIONS)
-        spark.conf.set(live_run.PARTITIONS, str(buckets))  # the state partitions of wid's step
-        try:
+        with live_run.state_partitions(spark, buckets):  # as many as wid's stateful step has
             return (windowed.writeStream.format("parquet").outputMode("append")
                     .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
                     .start(str(work / "spark_out")))
-        finally:
-            spark.conf.set(live_run.PARTITIONS, previous)
 
     return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / "wid_checkpoint"),
             "spark window + watermark": spark_query}
@@ -84,16 +80,16 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
                delay: int = 5, files: int = 8, buckets: int = 2) -> list[str]:
     """Report lines of one run of each engine over the same files (after a warm-up of both)."""
     shape = (segments, range_s, slide_s, delay)
-    for start in _queries(spark, Path(tempfile.mkdtemp(prefix="wid-bench-warm-")), min(rows, 20000), *shape, 2,
-                          buckets).values():
-        _timed(start)
     load = os.getloadavg()[0]
-    timings = {name: _timed(start) for name, start in
-               _queries(spark, Path(tempfile.mkdtemp(prefix="wid-bench-live-")), rows, *shape, files, buckets).items()}
+    with tempfile.TemporaryDirectory(prefix="wid-bench-live-") as work:
+        for start in _queries(spark, Path(work) / "warm", min(rows, 20000), *shape, 2, buckets).values():
+            _timed(start)
+        timings = {name: _timed(start)
+                   for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
     open_windows = -(-range_s // slide_s)
     lines = [f"{rows} rows, {segments} keys, [RANGE {range_s} SLIDE {slide_s}] (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
-             f"after a warm-up, load average {load:.2f} before it"]
+             f"after a warm-up, load average {load:.2f} before the warm-up"]
     for name, (seconds, progress) in timings.items():
         sizes = _state_rows(progress)
         states = "; ".join(f"operator {i}: {n} state rows max ({n / segments:.1f} per key, "

@@ -156,7 +156,8 @@ class WindowSpec(ABC):
     @property
     def live(self) -> bool:
         """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
-        formula of its own value, with a closed upper end."""
+        formula of its own value (or, for ROWS windows, of its arrival position, counted as
+        tuples come), an open upper end closed at the end of the stream."""
         return False
 
 
@@ -218,7 +219,7 @@ class Sliding(ContextFree):
 
     @property
     def live(self) -> bool:
-        return not self.positional  # ROWS positions come from a window function over the stream
+        return True
 
     number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("range", "RANGE"), ("slide", "SLIDE"))
 

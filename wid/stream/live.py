@@ -5,7 +5,8 @@ with the replayed view's columns (plus, optionally, a boolean ``wid_end`` column
 ``wid_end`` true is the end-of-stream marker, after every other element; it closes every open
 window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 
-1. **Bucket**, as in replay (Column expressions on the stream): ``wid_lo``, ``wid_hi``, keys, values.
+1. **Bucket**, as in replay (Column expressions on the stream): ``wid_lo``, ``wid_hi``, keys, values;
+   a ROWS window's ids come in step 4, as positions are counted.
 2. The generator's :class:`wid.stream.punctuate.Marks`: punctuations supplied by the source
    (``embedded(punct_stream)``: a streaming frame that must reach the query in ``row_num``
    order with the tuples, e.g. both read from one file source), or each tuple's own mark.
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -71,14 +72,17 @@ class Live:
 @dataclass(frozen=True)
 class _Unfinished:
     """Bucket on a stream that has not ended: a ROWS window's positions come in the stateful
-    step as tuples arrive (``wid_x``, ``wid_lo``, ``wid_hi`` NULL until then, and, for WHERE,
-    :data:`KEPT`: every tuple is counted, only kept ones contribute and punctuate, as in
-    replay); a landmark window's open end stays open (``wid_hi`` NULL: the end of the stream
-    closes it at the largest ``wid_lo``)."""
+    step as tuples arrive (``wid_x``, ``wid_lo``, ``wid_hi`` NULL until then); a landmark
+    window's open end stays open (``wid_hi`` NULL: the end of the stream closes it at the largest
+    ``wid_lo``). Both count tuples that WHERE drops (positions; the stream's largest ``wid_lo``,
+    as replay's Bucket, before WHERE), so WHERE marks the kept ones (:data:`KEPT`) instead of
+    filtering: only those contribute and punctuate, as in replay."""
 
     spec: WindowSpec
 
     def __getattr__(self, name: str):
+        if name == "spec" or name.startswith("__"):  # not set yet (copy, unpickling)
+            raise AttributeError(name)
         return getattr(self.spec, name)
 
     def grouped(self, keys: tuple[str, ...]) -> _Unfinished:
@@ -86,15 +90,13 @@ class _Unfinished:
 
     def bucket(self, df: DataFrame) -> DataFrame:
         if not self.spec.positional:
-            return bucket(df, self.spec, close_open=False)
+            return bucket(df, self.spec, close_open=False).withColumn(KEPT, F.lit(True))
         for name in (self.spec.wattr, *self.spec.partition):
             attribute_type(df, name)
         unknown = F.lit(None).cast("long")
         return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown, KEPT: F.lit(True)})
 
     def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        if not self.spec.positional:
-            return self.spec.where(tagged, condition)
         return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
 
 
@@ -113,9 +115,13 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
     tuples.createOrReplaceTempView(view)
     text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
-    compiled = compile_query(spark, text, _Unfinished(spec) if spec.positional or spec.open_end else spec)
+    unfinished = spec.positional or spec.open_end
+    compiled = compile_query(spark, text, _Unfinished(spec) if unfinished else spec)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
+    if unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple
+        guarded = {name: F.when(F.col(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
+        compiled = replace(compiled, tagged=compiled.tagged.withColumns(guarded))
     return compiled
 
 
@@ -162,16 +168,18 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     payload = list(tuples.columns)
     values = [a.arg for a in compiled.aggregates if a.arg is not None]
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
+    kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
                StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType()),
-               *([StructField(KEPT, BooleanType())] if positional else [])]
+               *([StructField(KEPT, BooleanType())] if kept else [])]
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
+    own_mark = F.lit(None) if marks.closed is None else F.when(F.col(KEPT), marks.closed) if kept else marks.closed
     parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
-                                       WID_CLOSED: marks.closed if marks.closed is not None else F.lit(None)})]
+                                       WID_CLOSED: own_mark})]
     if given is not None:
         targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
         if hashed and set(hashed) <= set(given.pattern):

@@ -21,6 +21,8 @@ import logging
 import os
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -86,11 +88,19 @@ def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: b
     partition costs a task, a Python worker call and a state store commit per micro-batch)."""
     writer = live.frame.writeStream.format("parquet").option("checkpointLocation", str(checkpoint))
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="1 second")
-    spark = live.frame.sparkSession
-    previous = spark.conf.get(PARTITIONS)
-    spark.conf.set(PARTITIONS, str(live.buckets))
-    try:
+    with state_partitions(live.frame.sparkSession, live.buckets):
         return writer.outputMode("append").start(str(sink))
+
+
+@contextmanager
+def state_partitions(spark: SparkSession, partitions: int) -> Iterator[None]:
+    """``spark.sql.shuffle.partitions`` set to ``partitions`` while the block runs: a streaming
+    query started in it keeps that many state partitions (a stateful step's partitions are fixed
+    at the query's first start); the previous value is restored after it."""
+    previous = spark.conf.get(PARTITIONS)
+    spark.conf.set(PARTITIONS, str(partitions))
+    try:
+        yield
     finally:
         spark.conf.set(PARTITIONS, previous)
 

@@ -15,8 +15,9 @@ Per micro-batch:
    order replay sees for them); the end marker comes last.
 2. ROWS windows: each tuple's position in its partition gives its ids and the window it
    closes (its own punctuation). Marks on all keys (slack, heartbeat: each tuple that can raise
-   the bound reaches every bucket, as itself or as a mark): the records (a mark above every earlier one) become punctuations on all keys at
-   ``row_num + shift``; one beyond the stream seen so far waits in state until it passes.
+   the bound reaches every bucket, as itself or as a mark): the records (a mark above every
+   earlier one) become punctuations on all keys at ``row_num + shift``; one beyond the stream
+   seen so far waits in state until it passes.
 3. With ``C`` = the largest window closed for a tuple's keys when it arrives (state, then the
    batch's earlier punctuations): the tuple is late for ``[wid_lo, min(wid_hi, C)]``
    (consistent: for all of it once any part is late) and adds its on-time range to the panes.
@@ -27,11 +28,12 @@ Per micro-batch:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
@@ -44,11 +46,16 @@ from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partial
 
 NONE = np.iinfo(np.int64).min  # no window closed yet
 OPEN = np.iinfo(np.int64).max - 1  # wid_hi of an open range (landmark windows)
-KEPT = "_wid_kept"  # ROWS windows: the tuple passes WHERE (every tuple takes a position)
+#: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
+#: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
+KEPT = "_wid_kept"
 #: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
 Tagger = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 _RUN, _AT = "_wid_run", "_wid_at"
 _INTEGRAL = ("long", "integer", "short", "byte")
+#: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
+_NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+             pa.int64(): pd.Int64Dtype()}
 _PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
 
 
@@ -62,10 +69,29 @@ def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
     return list(zip(*columns))
 
 
+def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
+    """State rows (tuples of ``schema``'s fields) as a frame; whole numbers as pandas' nullable
+    integers, so that a NULL among longs does not turn them into doubles (inexact past 2**53).
+
+    >>> state_frame([(2**53 + 1,), (None,)], StructType([StructField("n", LongType())]))["n"].tolist()
+    [9007199254740993, <NA>]
+    """
+    rows = list(rows)
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    return pd.DataFrame({f.name: pd.array(list(v), dtype="Int64") if f.dataType.typeName() in _INTEGRAL
+                         else pd.Series(list(v), dtype=None if rows else object)
+                         for f, v in zip(schema.fields, columns)})
+
+
+def _kept(tuples: pd.DataFrame) -> pd.DataFrame:
+    """The tuples the query's WHERE keeps (:data:`KEPT`), renumbered from 0."""
+    return tuples[tuples[KEPT].fillna(False).to_numpy(bool)].reset_index(drop=True)
+
+
 def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """The bucket's elements in one frame, from the Arrow cells :func:`wid.stream.live_input.pack`
     made of them (the cell column is the last: pandas input renames underscore names)."""
-    return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas()
+    return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas(types_mapper=_NULLABLE.get)
 
 
 @dataclass(frozen=True)
@@ -114,7 +140,8 @@ class PaneProcessor(StatefulProcessor):
         self.closed = handle.getListState("closed", self.layout.closed_schema)
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
         self.pending = handle.getListState("pending", _PENDING)
-        self.top = handle.getValueState("top", "top long")  # open ranges: the largest wid_lo so far
+        if self.layout.open:
+            self.top = handle.getValueState("top", "top long")  # the largest wid_lo so far
 
     def _shape(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
         """The punctuations whose bound pattern columns are exactly ``shape`` (all of them when
@@ -142,7 +169,7 @@ class PaneProcessor(StatefulProcessor):
         high = NONE if last is None or last[2] is None else last[2]
         due = events.iloc[0:0][["row_num", CLOSED]]
         if self.layout.on_all:
-            pending = pd.DataFrame(list(self.pending.get()), columns=["row_num", CLOSED])
+            pending = state_frame(self.pending.get(), _PENDING)
             due, waiting = on_all_keys(events, pending, high, self.layout.shift, end)
             self.pending.put(records(waiting, _PENDING)) if len(waiting) else self.pending.clear()
             high = max(high, int(due[CLOSED].max())) if len(due) else high
@@ -159,15 +186,15 @@ class PaneProcessor(StatefulProcessor):
             tuples = self._positioned(tuples)
         top = self._top(events) if lay.open else None
         if lay.open:
-            tuples[HI] = OPEN
+            tuples = _kept(tuples).assign(**{HI: OPEN})
         punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = punctuations.sort_values(["row_num", KIND], kind="stable")[
             ["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
         names = [n for n, _ in partial_names(list(lay.aggregates))]
-        state_closed = pd.DataFrame(list(self.closed.get()), columns=["_wid_shape", *lay.pattern, CLOSED])
-        state_panes = pd.DataFrame(list(self.panes.get()), columns=[*lay.keys, LO, HI, *names])
+        state_closed = state_frame(self.closed.get(), lay.closed_schema)
+        state_panes = state_frame(self.panes.get(), lay.pane_schema)
 
         # C: the largest window closed for each tuple's keys when it arrives
         c = np.full(len(tuples), NONE)
@@ -247,11 +274,10 @@ class PaneProcessor(StatefulProcessor):
         punctuation from the tagger; then only the tuples kept by WHERE and in a window (hopping
         gaps) go on, as replay's Bucket keeps them."""
         part = list(self.layout.pattern)
-        x, counts = positions(tuples, pd.DataFrame(list(self.counts.get()), columns=[*part, COUNT]), part)
-        self.counts.put(records(counts, self.counts_schema))
+        x, counts = positions(tuples, state_frame(self.counts.get(), self.counts_schema), part)
+        self.counts.put(records(counts, self.counts_schema)) if len(counts) else self.counts.clear()
         lo, hi, closed = self.layout.tagger(x)
-        tuples = tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})
-        return tuples[tuples[KEPT].fillna(False).to_numpy(bool) & (lo <= hi)].reset_index(drop=True)
+        return _kept(tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})[lo <= hi])
 
     def _emit_rows(self, windows: pd.DataFrame, punctuations: pd.DataFrame) -> pd.Series:
         """The first punctuation of the batch (matching the keys) whose running max reaches each
