@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
+from decimal import Decimal
 
 import pytest
 
-from wid.aggregate.range import SHORT, Aggregate, range_aggregate
+from wid.aggregate.range import SHORT, Aggregate, range_aggregate, range_aggregate_sql
+from wid.spec.windows import Landmark, Sliding
 
 AGGREGATES = [Aggregate("n", "count"), Aggregate("nv", "count", "v"), Aggregate("total", "sum", "v"),
               Aggregate("mean", "avg", "v"), Aggregate("lo", "min", "v"), Aggregate("hi", "max", "v")]
@@ -50,3 +52,27 @@ def test_range_aggregate_equals_expansion(spark, keyed):
     assert len(out) == len(got)
     assert got == _expected(tuples, keyed)
     assert any(hi - lo >= SHORT for _, lo, hi, _ in tuples) and any(hi - lo < SHORT for _, lo, hi, _ in tuples)
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keys", "no-keys"])
+def test_short_ranges_spread_from_their_panes_as_expansion(spark, keyed):
+    """A caller that bounds every range by SHORT ids (a sliding window's ceil(r/s)): the panes
+    spread straight over their ids, in wid.query's plan and in the SQL text of a view."""
+    tuples = [t for t in _tuples(8, 900) if t[2] - t[1] < SHORT]
+    df = spark.createDataFrame(tuples, "k string, wid_lo long, wid_hi long, v double")
+    df.createOrReplaceTempView("wid_short_ranges")
+    keys = ["k"] if keyed else []
+    text = range_aggregate_sql("wid_short_ranges", keys, AGGREGATES, {f.name: f.dataType for f in df.schema}, SHORT)
+    for out in (range_aggregate(df, keys, AGGREGATES, SHORT), spark.sql(text)):
+        rows = out.collect()
+        got = {(r["k"] if keyed else None, r["wid"], r["n"], r["nv"], r["total"], r["mean"], r["lo"], r["hi"])
+               for r in rows}
+        assert len(rows) == len(got) and got == _expected(tuples, keyed)
+    assert "_wid_level" not in text and "_wid_level" in range_aggregate_sql("t", keys, AGGREGATES, {}, SHORT + 1)
+
+
+def test_a_sliding_window_bounds_its_ranges_by_ceil_range_over_slide():
+    assert Sliding(Decimal("300"), Decimal("70"), "ts").span == 5
+    assert Sliding(Decimal("2.5"), Decimal("0.5"), "ts").span == 5
+    assert Sliding(Decimal("1"), Decimal("3"), "ts").span == 1  # hopping: at most one window
+    assert Landmark(Decimal("3"), "ts").span is None

@@ -7,7 +7,8 @@ tuple covers, with the aggregates. Nothing here knows how the ranges were made.
 Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into its ids:
 
 1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial
-   (a tumbling group-by), then move once to the partition of their keys;
+   (a tumbling group-by), then move once to the partition of their keys (when the caller
+   bounds every range by :data:`SHORT` ids, the panes go straight to step 3, each over its ids);
 2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
    canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
    segment tree), a short pane into its ids (level-0 blocks, at most ``SHORT``), and the
@@ -51,6 +52,8 @@ _L, _R = f"-shiftright(-wid_lo, {_K})", f"shiftright(wid_hi + 1, {_K})"
 _TAKEN = f"{_SHORT} OR ({_L} < {_R} AND pmod(IF({_STEP} % 2 = 0, {_L}, {_R}), 2) = 1)"
 _LEVEL_OF = f"IF({_SHORT}, 0, {_K})"
 _BLOCK_OF = f"IF({_SHORT}, wid_lo + {_STEP}, IF({_STEP} % 2 = 0, {_L}, {_R} - 1))"
+#: A range (a tuple's or a short pane's) spreads over its ids.
+_IDS = "explode(sequence(wid_lo, wid_hi))"
 #: Block j of level k spreads over its 2^k ids.
 _SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} + 1, {_LEVEL}) - 1))"
 
@@ -141,9 +144,19 @@ def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[st
             raise WidError(f"{texts[a.alias]}: {a.fn} needs a number, not {types[a.arg].simpleString()}")
 
 
-def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
+def short(span: int | None) -> bool:
+    """Every range holds at most :data:`SHORT` ids (``span``: a bound on ``wid_hi - wid_lo + 1``
+    that the caller knows, None when it knows none): the panes spread over their ids at once."""
+    return span is not None and span <= SHORT
+
+
+def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
+                    span: int | None = None) -> DataFrame:
     """One row per ``(keys, wid)`` covered by some tuple's ``[wid_lo, wid_hi]``: columns
-    ``keys``, ``wid`` and one per aggregate alias."""
+    ``keys``, ``wid`` and one per aggregate alias. ``span``: a bound on every range's number of
+    ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
+    group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
+    followed by another)."""
     if not all(a.decomposable for a in aggregates):
         return _expanded(tagged, keys, aggregates)
     types = {f.name: f.dataType for f in tagged.schema.fields}
@@ -151,39 +164,45 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
     names = [name for name, _ in partials]
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
+    finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
+    if short(span):
+        return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
     steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
     blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
         *[_as(sql, name) for name, sql in merges])
     ids = blocks.select(*keys, *names, _as(_SPREAD, WID))
-    finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     return ids.groupBy(*keys, WID).agg(*finals)
 
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
     """The fallback: each tuple once per id of its range, then a plain group-by."""
-    copies = tagged.withColumn(WID, F.explode(F.sequence("wid_lo", "wid_hi")))
+    copies = tagged.withColumn(WID, F.expr(_IDS))
     return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
 def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate],
-                        types: dict[str, DataType]) -> str:
+                        types: dict[str, DataType], span: int | None = None) -> str:
     """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
     quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
     blocks and ids, and the same result types."""
     key = "".join(f"{quoted(k)}, " for k in keys)
     if not all(a.decomposable for a in aggregates):
         return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quoted(a.alias)}' for a in aggregates)} "
-                f"FROM (SELECT *, explode(sequence(wid_lo, wid_hi)) AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
+                f"FROM (SELECT *, {_IDS} AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
     names = "".join(f"{name}, " for name, _ in partials)
     panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
-             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi" + (f" DISTRIBUTE BY {key[:-2]}" if keys else ""))
-    steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
-    blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
-              f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
-    ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
+             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi")
+    if short(span):
+        ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
+    else:
+        panes += f" DISTRIBUTE BY {key[:-2]}" if keys else ""
+        steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
+        blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
+                  f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
+        ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
     finals = ", ".join(f"{a.final(i, types.get(a.arg))} AS {quoted(a.alias)}" for i, a in enumerate(aggregates))
     return f"SELECT {key}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"

@@ -122,7 +122,14 @@ class WindowSpec(ABC):
         ``where``: the query has a WHERE (:meth:`where_sql`)."""
         from wid.aggregate.range import range_aggregate_sql
 
-        return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields})
+        return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields},
+                                   self.span)
+
+    @property
+    def span(self) -> int | None:
+        """The most window-ids one tuple's range holds (``wid_hi - wid_lo + 1``), when bounded: the
+        aggregate plans by it (short ranges skip the dyadic blocks); None: unbounded or unknown."""
+        return None
 
     def closed(self, bound: Column) -> Column:
         """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""
@@ -144,7 +151,7 @@ class WindowSpec(ABC):
         of ``aggregates`` (:class:`wid.aggregate.range.Aggregate`)."""
         from wid.aggregate.range import range_aggregate
 
-        return range_aggregate(tagged, keys, aggregates)
+        return range_aggregate(tagged, keys, aggregates, self.span)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
@@ -226,6 +233,11 @@ class Sliding(ContextFree):
     def __post_init__(self) -> None:
         super().__post_init__()
         _slides(self.range, self.slide)
+
+    @property
+    def span(self) -> int:
+        """``floor((x+r)/s) - floor(x/s) <= ceil(r/s)`` ids per tuple."""
+        return math.ceil(exact(self.range) / exact(self.slide))
 
     @property
     def gaps(self) -> bool:
