@@ -204,14 +204,16 @@ def test_live_landmark_window_with_where_equals_replay(spark, tmp_path):
 def test_a_landmark_window_closed_beyond_the_data_is_an_error(spark, tmp_path):
     """A punctuation from the source closing windows no tuple has opened yet: which of them the
     rest of the stream opens (replay's windows run to the stream's largest) is unknown live."""
-    frame = spark.createDataFrame([(0, "a", 1.0, 1, False), (1, None, 100.0, None, True), (2, "a", 2.0, 1, False)],
+    frame = spark.createDataFrame([(0, "a", 1.0, 1, False), (1, None, 100.0, None, True), (2, "a", 2.0, 1, False),
+                                   (3, "a", 200.0, 1, False)],  # after it, in the same micro-batch: too late
                                   f"row_num long, k string, x double, n long, {FLAG} boolean")
     frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_a")
     source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 1))
     tuples = source.where(~F.coalesce(F.col(FLAG), F.lit(False))).drop(FLAG)
     job = live(spark, LANDMARK.format(view=VIEW + "_a"), tuples,
                punctuate.embedded(source.where(F.col(FLAG)).select("row_num", "k", "x")))
-    with pytest.raises(WidError, match="beyond the stream's largest window so far"):
+    with pytest.raises(WidError, match=r"row_num 1 closes window 32 of a landmark window, beyond the stream's "
+                                       r"largest window so far \(0\)"):
         live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
 
 

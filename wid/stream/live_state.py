@@ -184,7 +184,6 @@ class PaneProcessor(StatefulProcessor):
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
         if lay.tagger is not None:
             tuples = self._positioned(tuples)
-        top = self._top(events) if lay.open else None
         if lay.open:
             tuples = _kept(tuples).assign(**{HI: OPEN})
         punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
@@ -192,6 +191,7 @@ class PaneProcessor(StatefulProcessor):
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = punctuations.sort_values(["row_num", KIND], kind="stable")[
             ["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
+        top = self._top(events, punctuations) if lay.open else None
         names = [n for n, _ in partial_names(list(lay.aggregates))]
         state_closed = state_frame(self.closed.get(), lay.closed_schema)
         state_panes = state_frame(self.panes.get(), lay.pane_schema)
@@ -217,11 +217,6 @@ class PaneProcessor(StatefulProcessor):
                          if lay.pattern else table[[CLOSED]].max().to_frame().T)
                 closed_tables.append(table.assign(_wid_shape=sid))
         closed_now = pd.concat(closed_tables, ignore_index=True) if closed_tables else state_closed
-        if top is not None and len(closed_now) and int(closed_now[CLOSED].max()) > top:
-            raise WidError(f"wid: a punctuation closes window {int(closed_now[CLOSED].max())} of a landmark window, "
-                           f"beyond the stream's largest window so far ({top}): live mode cannot tell which of "
-                           "them the rest of the stream opens (replay it, or punctuate from the data: slack, "
-                           "ordered_by, heartbeat on the data clock)")
 
         # late contributions and on-time panes
         lo, hi = tuples[LO].to_numpy("int64"), tuples[HI].to_numpy("int64")
@@ -259,12 +254,24 @@ class PaneProcessor(StatefulProcessor):
         self.closed.put(records(stored, lay.closed_schema)) if len(stored) else self.closed.clear()
         yield self._output(results, late)
 
-    def _top(self, events: pd.DataFrame) -> int:
+    def _top(self, events: pd.DataFrame, punctuations: pd.DataFrame) -> int:
         """Open ranges (landmark windows): the largest ``wid_lo`` of the stream so far, over the
-        bucket's tuples and the other buckets' marks (state: the value before this batch)."""
-        seen = events.loc[events[KIND].to_numpy() <= MARK, LO].dropna()
-        top = max([*([self.top.get()[0]] if self.top.exists() else []), *([int(seen.max())] if len(seen) else [])],
-                  default=NONE)
+        bucket's tuples and the other buckets' marks (state: the value before this batch). A
+        punctuation closing a window beyond the largest one at its arrival is an error (which of
+        them the rest of the stream opens is unknown while it runs), whatever the batches."""
+        seen = events.loc[events[KIND].to_numpy() <= MARK, ["row_num", LO]].dropna()  # in (row_num, kind) order
+        before = self.top.get()[0] if self.top.exists() else NONE
+        running = np.maximum.accumulate(np.concatenate([[before], seen[LO].to_numpy("int64")]))
+        at = np.searchsorted(seen["row_num"].to_numpy("int64"), punctuations["row_num"].to_numpy("int64"), "right")
+        beyond = np.flatnonzero(punctuations[CLOSED].to_numpy("int64") > running[at])
+        if len(beyond):
+            i = beyond[0]
+            raise WidError(f"wid: a punctuation at row_num {int(punctuations['row_num'].iloc[i])} closes window "
+                           f"{int(punctuations[CLOSED].iloc[i])} of a landmark window, beyond the stream's largest "
+                           f"window so far ({int(running[at[i]])}): live mode cannot tell which of them the rest "
+                           "of the stream opens (replay it, or punctuate from the data: slack, ordered_by, "
+                           "heartbeat on the data clock)")
+        top = int(running[-1])
         if top != NONE:
             self.top.update((top,))
         return top
