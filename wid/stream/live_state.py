@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle
+from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
@@ -132,6 +132,8 @@ class PaneProcessor(StatefulProcessor):
         self.layout = layout
 
     def init(self, handle: StatefulProcessorHandle) -> None:
+        """The bucket's state variables (see the module doc); the counts of ROWS partitions and
+        the largest ``wid_lo`` of open ranges only for those kinds."""
         self.panes = handle.getListState("panes", self.layout.pane_schema)
         if self.layout.tagger is not None:
             part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.pattern]
@@ -176,7 +178,9 @@ class PaneProcessor(StatefulProcessor):
         self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
         return due
 
-    def handleInputRows(self, key, rows, timerValues) -> Iterator[pd.DataFrame]:
+    def handleInputRows(self, key: tuple, rows: Iterator[pd.DataFrame],
+                        timerValues: TimerValues) -> Iterator[pd.DataFrame]:
+        """One micro-batch of bucket ``key``: steps 1-4 of the module doc, one output frame."""
         lay = self.layout
         events = _events(rows).sort_values(["row_num", KIND], kind="stable")
         end = bool((events[KIND] == END).any())
@@ -320,4 +324,4 @@ class PaneProcessor(StatefulProcessor):
         return pd.DataFrame(columns, index=out.index)
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the state lives in the state store."""
