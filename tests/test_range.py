@@ -3,11 +3,15 @@ their ids directly), long ones (dyadic blocks), negative ids, NULL values, with 
 
 from __future__ import annotations
 
+import math
 import random
 from collections import defaultdict
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wid.aggregate.range import SHORT, Aggregate, range_aggregate, range_aggregate_sql
 from wid.spec.windows import Landmark, Sliding
@@ -71,8 +75,21 @@ def test_short_ranges_spread_from_their_panes_as_expansion(spark, keyed):
     assert "_wid_level" not in text and "_wid_level" in range_aggregate_sql("t", keys, AGGREGATES, {}, SHORT + 1)
 
 
-def test_a_sliding_window_bounds_its_ranges_by_ceil_range_over_slide():
-    assert Sliding(Decimal("300"), Decimal("70"), "ts").span == 5
-    assert Sliding(Decimal("2.5"), Decimal("0.5"), "ts").span == 5
-    assert Sliding(Decimal("1"), Decimal("3"), "ts").span == 1  # hopping: at most one window
-    assert Landmark(Decimal("3"), "ts").span is None
+def _windows_holding(x: Fraction, r: Fraction, s: Fraction) -> int:
+    """How many windows' extents ``[(w+1)s - r, (w+1)s)`` hold ``x``, counted one by one."""
+    first = math.floor(x / s) - 2
+    return sum((w + 1) * s - r <= x < (w + 1) * s for w in range(first, first + math.ceil(r / s) + 4))
+
+
+clause = st.decimals(Decimal("0.01"), Decimal("50"), places=2)
+
+
+@given(r=clause, s=clause, x=st.decimals(Decimal("-1000"), Decimal("1000"), places=6))
+def test_a_sliding_window_bounds_its_ranges_by_the_most_windows_a_tuple_is_in(r, s, x):
+    """``span`` against extents counted in exact Fractions: no tuple is in more windows, and the
+    tuple whose ``x + r`` is a window end is in exactly that many."""
+    span = Sliding(r, s, "ts").span
+    r_, s_ = Fraction(r), Fraction(s)
+    assert _windows_holding(Fraction(x), r_, s_) <= span
+    assert _windows_holding(s_ * math.ceil(r_ / s_) - r_, r_, s_) == span
+    assert Landmark(s, "ts").span is None
