@@ -20,7 +20,8 @@ PUBLIC = {
     "wid.aggregate.bins": [],
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": [],
-    "wid.stream.live_arrival": ["positions"],
+    "wid.stream.live_arrival": ["positions", "arrival_order"],
+    "wid.stream.live_windows": [],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }

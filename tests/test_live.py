@@ -272,6 +272,16 @@ def test_row_num_going_backwards_across_micro_batches_is_an_error(spark, tmp_pat
         live_run.run(live_run.start(lv, tmp_path / "out", tmp_path / "checkpoint"))
 
 
+def test_a_null_row_num_is_an_error(spark, tmp_path):
+    one = Decimal(1)
+    frame = spark.createDataFrame([(10, "a", 1.0, 1, one), (None, "b", 2.0, 1, one), (12, "a", 3.0, 1, one)],
+                                  "row_num long, k string, x double, v long, d decimal(20, 6)")
+    directory = live_run.split_into_files(frame, tmp_path / "in", 1)
+    lv = live(spark, QUERY, live_run.source(spark, directory), punctuate.slack(1))
+    with pytest.raises(WidError, match="NULL row_num: arrival order needs one"):
+        live_run.run(live_run.start(lv, tmp_path / "out", tmp_path / "checkpoint"))
+
+
 def test_bad_arguments_are_named(spark, stream):
     directory, _ = stream
     tuples, _ = _split(live_run.source(spark, directory))

@@ -45,7 +45,8 @@ from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
 from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
-from wid.stream.live_state import KEPT, Layout, PaneProcessor, Tagger
+from wid.stream.live_state import KEPT, PaneProcessor
+from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery
 
@@ -223,13 +224,13 @@ def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consisten
     output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
                          StructField(EMIT_ROW, LongType()), *partials.schema.fields[len(keys) + 2:]])
-    closed = StructType([StructField("_wid_shape", IntegerType()), *_typed(tagged.schema, list(pattern)),
+    closed = StructType([StructField(SHAPE, IntegerType()), *_typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, LongType())])
-    return Layout(tuple(keys), tuple(pattern), tuple(shapes), tuple(payload), tuple(aggregates),
+    bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
+    return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
-                  tagger=tagger, open=compiled.spec.open_end,
-                  wildcard=given.wildcard if given is not None else marks.wildcard)
+                  tagger=tagger, open=compiled.spec.open_end)
 
 
 def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:

@@ -33,6 +33,20 @@ def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: s
     return left.merge(right, on=keys, how="left")[column]
 
 
+def arrival_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows in ``(row_num, kind)`` order (stable; a tuple before a punctuation of
+    its ``row_num``); a NULL ``row_num`` is a :class:`WidError` (it has no place in the order).
+
+    >>> frame = pd.DataFrame({"row_num": [7, 3, 7], KIND: [2, 0, 0]})
+    >>> arrival_order(frame).index.tolist()
+    [1, 2, 0]
+    """
+    row_num = frame["row_num"]
+    if row_num.isna().any():
+        raise WidError("wid: a tuple or punctuation with a NULL row_num: arrival order needs one")
+    return frame.iloc[np.lexsort((frame[KIND].to_numpy("int64"), row_num.to_numpy("int64")))]
+
+
 def check_order(events: pd.DataFrame, last: tuple | None) -> None:
     """A :class:`WidError` if ``events`` (sorted) do not all come after ``last`` (``(row_num,
     kind)`` of the previous batches' last element) or the end marker is not the last element."""
@@ -54,7 +68,8 @@ def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high: int, shift: i
     passed them (or ended); columns ``row_num``, ``wid_closed``."""
     marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
     candidates = stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
-    candidates = candidates.astype("int64").sort_values("row_num", kind="stable")
+    candidates = candidates.astype("int64")
+    candidates = candidates.iloc[np.argsort(candidates["row_num"].to_numpy(), kind="stable")]
     before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
     candidates = candidates[candidates[CLOSED].to_numpy() > before]
     due = (candidates["row_num"] <= events["row_num"].max()).to_numpy() | end

@@ -18,18 +18,14 @@ Per micro-batch:
    the bound reaches every bucket, as itself or as a mark): the records (a mark above every
    earlier one) become punctuations on all keys at ``row_num + shift``; one beyond the stream
    seen so far waits in state until it passes.
-3. With ``C`` = the largest window closed for a tuple's keys when it arrives (state, then the
-   batch's earlier punctuations): the tuple is late for ``[wid_lo, min(wid_hi, C)]``
-   (consistent: for all of it once any part is late) and adds its on-time range to the panes.
-4. Every window a punctuation closes is emitted with its partials, ``emit_row`` = the first
-   punctuation of the batch closing it (NULL: the end of the stream); the panes are cut to
-   the open windows.
+3. and 4. (:mod:`wid.stream.live_windows`): with ``C`` the largest window closed for a tuple's
+   keys when it arrives, its late ids and on-time pane; every window a punctuation closes
+   emitted with its partials and ``emit_row``, the panes cut to the open windows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -37,21 +33,15 @@ import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
-from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
+from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
-from wid.stream.live_arrival import COUNT, check_order, matched, on_all_keys, positions, stack
+from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
-from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
-
-NONE = np.iinfo(np.int64).min  # no window closed yet
-OPEN = np.iinfo(np.int64).max - 1  # wid_hi of an open range (landmark windows)
+from wid.stream.live_windows import NONE, OPEN, Layout, contributions, emitted
+from wid.stream.panes import HI, LO, merge
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
 KEPT = "_wid_kept"
-#: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
-Tagger = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-_RUN, _AT = "_wid_run", "_wid_at"
 _INTEGRAL = ("long", "integer", "short", "byte")
 #: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
 _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
@@ -94,35 +84,6 @@ def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas(types_mapper=_NULLABLE.get)
 
 
-@dataclass(frozen=True)
-class Layout:
-    """What :class:`PaneProcessor` sees: grouping ``keys``, the punctuation ``pattern`` columns
-    and their ``shapes`` (bound together), ``payload`` (the stream's columns, for late rows),
-    ``aggregates`` over value columns, ``own`` (tuples punctuate ``pattern`` themselves with
-    their ``wid_closed``), ``on_all`` (tuples' ``wid_closed`` are marks on all keys, at
-    ``row_num + shift``), ``consistent``, the state and output schemas; ``tagger`` (ROWS
-    windows): ids and implied punctuation of arrival positions, counted here per ``pattern``
-    value (the partition) in ``row_num`` order, the tuples' own marks; ``open``: ranges have an
-    open end (landmark windows, ``wid_hi`` NULL), closed at the largest ``wid_lo`` seen;
-    ``wildcard``: a NULL in a pattern column binds every value (else it is a value of its own)."""
-
-    keys: tuple[str, ...]
-    pattern: tuple[str, ...]
-    shapes: tuple[tuple[str, ...], ...]
-    payload: tuple[str, ...]
-    aggregates: tuple[Aggregate, ...]
-    own: bool
-    on_all: bool
-    shift: int
-    consistent: bool
-    pane_schema: StructType
-    closed_schema: StructType
-    output: StructType
-    tagger: Tagger | None = None
-    open: bool = False
-    wildcard: bool = True
-
-
 class PaneProcessor(StatefulProcessor):
     """Per hash bucket: the panes and closed windows of its keys; output rows of kind
     ``result`` (keys, ``wid``, the window's merged partials, ``emit_row``) and ``late``
@@ -136,7 +97,7 @@ class PaneProcessor(StatefulProcessor):
         the largest ``wid_lo`` of open ranges only for those kinds."""
         self.panes = handle.getListState("panes", self.layout.pane_schema)
         if self.layout.tagger is not None:
-            part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.pattern]
+            part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.bounds.pattern]
             self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
             self.counts = handle.getListState("counts", self.counts_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
@@ -144,24 +105,6 @@ class PaneProcessor(StatefulProcessor):
         self.pending = handle.getListState("pending", _PENDING)
         if self.layout.open:
             self.top = handle.getValueState("top", "top long")  # the largest wid_lo so far
-
-    def _shape(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
-        """The punctuations whose bound pattern columns are exactly ``shape`` (all of them when
-        NULL is no wildcard: one shape, a NULL key a key of its own)."""
-        if not self.layout.wildcard:
-            return punctuations
-        keep = np.ones(len(punctuations), dtype=bool)
-        for c in self.layout.pattern:
-            keep &= punctuations[c].notna().to_numpy() if c in shape else punctuations[c].isna().to_numpy()
-        return punctuations[keep]
-
-    def _lookup(self, frame: pd.DataFrame, table: pd.DataFrame, shape: tuple[str, ...]) -> np.ndarray:
-        """Per row of ``frame``: ``table``'s ``wid_closed`` for the row's ``shape`` values (NONE if absent)."""
-        if table.empty:
-            return np.full(len(frame), NONE)
-        if not shape:
-            return np.full(len(frame), int(table[CLOSED].max()))
-        return matched(frame, table, list(shape), CLOSED).fillna(NONE).astype("int64").to_numpy()
 
     def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
         """Steps 1 and 2 (state: the last element, the pending marks): the batch's punctuations
@@ -182,7 +125,7 @@ class PaneProcessor(StatefulProcessor):
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         """One micro-batch of bucket ``key``: steps 1-4 of the module doc, one output frame."""
         lay = self.layout
-        events = _events(rows).sort_values(["row_num", KIND], kind="stable")
+        events = arrival_order(_events(rows))
         end = bool((events[KIND] == END).any())
         on_all = self._sequence(events, end)
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
@@ -193,69 +136,19 @@ class PaneProcessor(StatefulProcessor):
         punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
-        punctuations = punctuations.sort_values(["row_num", KIND], kind="stable")[
-            ["row_num", *lay.pattern, CLOSED]].astype({CLOSED: "int64"})
+        punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]].astype({CLOSED: "int64"})
         top = self._top(events, punctuations) if lay.open else None
-        names = [n for n, _ in partial_names(list(lay.aggregates))]
-        state_closed = state_frame(self.closed.get(), lay.closed_schema)
-        state_panes = state_frame(self.panes.get(), lay.pane_schema)
 
-        # C: the largest window closed for each tuple's keys when it arrives
-        c = np.full(len(tuples), NONE)
-        closed_tables = []
-        for sid, shape in enumerate(lay.shapes):
-            mine = self._shape(punctuations, shape)
-            stored = state_closed[state_closed["_wid_shape"] == sid]
-            c = np.maximum(c, self._lookup(tuples, stored, shape))
-            if len(mine) and len(tuples):
-                both = pd.concat([tuples[["row_num", *shape]].assign(**{KIND: TUPLE, _RUN: NONE, _AT: tuples.index}),
-                                  mine[["row_num", *shape]].assign(**{KIND: PUNCTUATION, _RUN: mine[CLOSED], _AT: -1})],
-                                 ignore_index=True).sort_values(["row_num", KIND], kind="stable")
-                run = (both.groupby(list(shape), dropna=False, sort=False)[_RUN].cummax() if shape
-                       else both[_RUN].cummax())
-                at = both[_AT].to_numpy() >= 0
-                c[both[_AT].to_numpy()[at]] = np.maximum(c[both[_AT].to_numpy()[at]], run.to_numpy()[at])
-            table = stack([stored.drop(columns="_wid_shape"), mine.drop(columns="row_num")])
-            if len(table):
-                table = (table.groupby(list(lay.pattern), dropna=False, sort=False)[CLOSED].max().reset_index()
-                         if lay.pattern else table[[CLOSED]].max().to_frame().T)
-                closed_tables.append(table.assign(_wid_shape=sid))
-        closed_now = pd.concat(closed_tables, ignore_index=True) if closed_tables else state_closed
-
-        # late contributions and on-time panes
-        lo, hi = tuples[LO].to_numpy("int64"), tuples[HI].to_numpy("int64")
-        late_any = c >= lo
-        if lay.consistent:
-            on_lo, late_hi = np.where(late_any, hi + 1, lo), hi
-        else:
-            on_lo, late_hi = np.maximum(lo, c + 1), np.minimum(hi, c)
-        late_at = np.flatnonzero(late_any)
-        row, w = spread(lo[late_at], late_hi[late_at])
-        late = tuples.iloc[late_at[row]][list(lay.payload)].reset_index(drop=True).assign(**{WID: w})
-        on = on_lo <= hi
-        fresh = pd.concat([tuples.loc[on, list(lay.keys)],
-                           tuple_partials(tuples[on], list(lay.aggregates), lay.pane_schema)], axis=1)
-        fresh[LO], fresh[HI] = on_lo[on], hi[on]
-        panes = merge(stack([state_panes, fresh[[*lay.keys, LO, HI, *names]]]),
-                      [*lay.keys, LO, HI], list(lay.aggregates))
-
-        # emit every window a punctuation closed, cut the panes to the open ones
-        closed = np.full(len(panes), np.iinfo(np.int64).max if end else NONE)
-        for sid, shape in enumerate(lay.shapes):
-            closed = np.maximum(closed, self._lookup(panes, closed_now[closed_now["_wid_shape"] == sid], shape))
-        p_lo, p_hi = panes[LO].to_numpy("int64"), panes[HI].to_numpy("int64")
+        c, bounds = lay.bounds.at_arrival(tuples, punctuations, state_frame(self.closed.get(), lay.closed_schema))
+        late, fresh = contributions(tuples, c, lay)
+        panes = merge(stack([state_frame(self.panes.get(), lay.pane_schema), fresh]), [*lay.keys, LO, HI],
+                      list(lay.aggregates))
+        closed = np.maximum(lay.bounds.closed(panes, bounds), np.iinfo(np.int64).max if end else NONE)
         if top is not None:  # an open range ends, for now (and at the end of the stream), at the largest wid_lo
-            closed = np.where(p_hi == OPEN, np.minimum(closed, top), closed)
-        row, w = spread(p_lo, np.minimum(p_hi, closed))
-        windows = merge(panes.iloc[row][[*lay.keys, *names]].assign(**{WID: w}), [*lay.keys, WID],
-                        list(lay.aggregates))
-        results = windows.assign(**{EMIT_ROW: self._emit_rows(windows, punctuations)})
-        left = np.zeros(len(panes), dtype=bool) if end else p_hi > closed
-        panes = panes[left].assign(**{LO: np.maximum(p_lo, np.minimum(closed, p_hi) + 1)[left]})
-        panes = merge(panes, [*lay.keys, LO, HI], list(lay.aggregates))
+            closed = np.where(panes[HI].to_numpy("int64") == OPEN, np.minimum(closed, top), closed)
+        results, panes = emitted(panes, closed, punctuations, end, lay)
         self.panes.put(records(panes, lay.pane_schema)) if len(panes) else self.panes.clear()
-        stored = closed_now[["_wid_shape", *lay.pattern, CLOSED]]
-        self.closed.put(records(stored, lay.closed_schema)) if len(stored) else self.closed.clear()
+        self.closed.put(records(bounds, lay.closed_schema)) if len(bounds) else self.closed.clear()
         yield self._output(results, late)
 
     def _top(self, events: pd.DataFrame, punctuations: pd.DataFrame) -> int:
@@ -284,31 +177,11 @@ class PaneProcessor(StatefulProcessor):
         """ROWS windows: positions (:func:`positions`, counts in state), the ids and implied
         punctuation from the tagger; then only the tuples kept by WHERE and in a window (hopping
         gaps) go on, as replay's Bucket keeps them."""
-        part = list(self.layout.pattern)
+        part = list(self.layout.bounds.pattern)
         x, counts = positions(tuples, state_frame(self.counts.get(), self.counts_schema), part)
         self.counts.put(records(counts, self.counts_schema)) if len(counts) else self.counts.clear()
         lo, hi, closed = self.layout.tagger(x)
         return _kept(tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})[lo <= hi])
-
-    def _emit_rows(self, windows: pd.DataFrame, punctuations: pd.DataFrame) -> pd.Series:
-        """The first punctuation of the batch (matching the keys) whose running max reaches each
-        window; NULL when none (closed by the end of the stream)."""
-        best = pd.Series(np.nan, index=windows.index)
-        if windows.empty:
-            return best
-        ordered = windows[[*self.layout.keys, WID]].assign(_wid_i=windows.index).sort_values(WID, kind="stable")
-        for shape in self.layout.shapes:
-            mine = self._shape(punctuations, shape)
-            if mine.empty:
-                continue
-            closed = mine.groupby(list(shape), dropna=False, sort=False)[CLOSED] if shape else mine[CLOSED]
-            run = closed.cummax()
-            firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
-            found = pd.merge_asof(ordered, firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable"),
-                                  left_on=WID, right_on=_RUN, by=list(shape) or None, direction="forward")
-            at = pd.Series(found["row_num"].to_numpy(), index=found["_wid_i"].to_numpy())
-            best = np.fmin(best, at.reindex(best.index))
-        return best
 
     def _output(self, results: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
         """Both kinds in the output schema (missing columns NULL)."""
