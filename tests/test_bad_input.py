@@ -133,6 +133,18 @@ def test_null_row_num_fails_a_rows_window(spark):
                             "RANGE 2 ROWS SLIDE 1 ROWS WATTR row_num", "NULL")
 
 
+@pytest.mark.parametrize("window", ["RANGE 2 SLIDE 1 WATTR x", "SESSION 2 WATTR x"])
+def test_null_row_num_fails_a_replay_that_orders_by_it(spark, window):
+    """A replay with punctuations (or sessions) reads arrival order: a tuple without a place
+    in it is an error, not a tuple sorted first."""
+    spark.createDataFrame([(3, 0, 1.5), (None, 1, 2.0), (20, 0, 2.5)], "row_num long, k long, x double") \
+        .createOrReplaceTempView("no_order")
+    with pytest.raises(Exception, match="NULL row_num: arrival order needs one"):  # raised in a subquery: Py4J's
+        rep = wid.replay(spark, f"SELECT count(*) AS n FROM no_order [{window}]", wid.punctuate.slack(1))
+        rep.results.collect()
+        rep.late.collect()
+
+
 # --- query text (issue 11): comments, names, LIMIT, ';', quoted and unicode names ------------------------
 
 #: ``k, count(*) AS n`` over view ``s`` in [RANGE 5 SLIDE 2 WATTR x], worked by hand: x = 1.5 lies in
