@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from wid import bench_kinds
@@ -30,5 +32,9 @@ def test_live_bench_reports_both_engines_with_the_machine_load(spark):
     lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2)
     assert len(lines) == 4 and "load average" in lines[0]
     assert lines[1].startswith("wid live (slack): ") and lines[2].startswith("spark window + watermark: ")
-    assert all("rows/s" in line and "state rows max" in line for line in lines[1:3])
+    assert all("rows/s" in line for line in lines[1:3]) and "state rows max" in lines[2]
+    # wid's state, read back from its checkpoint: the open panes, at most range/slide per key
+    # (nondecreasing ts, so nothing older stays open), and some open after each file
+    panes = int(re.search(r"state: (\d+) panes max", lines[1]).group(1))
+    assert 5 <= panes <= 5 * 3
     assert lines[3].startswith("wid live / spark: ")

@@ -7,7 +7,9 @@ wid live runs ``[RANGE r SLIDE s WATTR ts]`` per segment closed by ``slack(delay
 runs ``groupBy(window(ts, r, s), seg_id)`` with ``withWatermark(ts, delay)`` into a parquet
 sink; both stateful steps have ``buckets`` partitions. Reported: rows/s of each (one run, wall
 clock from start to the end of the last batch) and the largest state of each operator, per key
-and per (key, open window), with the machine's load average before the run (idle or loaded).
+and per (key, open window): Spark's from its operator's metric, wid's panes read back from its
+checkpoint after each batch (the operator's metric counts a bucket's list of panes as one row);
+with the machine's load average before the run (idle or loaded).
 """
 
 from __future__ import annotations
@@ -43,14 +45,17 @@ def _steady(progress: list[dict]) -> float:
     return sum(p.get("numInputRows") or 0 for p in later) / (millis / 1000) if millis else 0.0
 
 
-def _state_rows(progress: list[dict]) -> list[int]:
-    """The largest ``numRowsTotal`` of each stateful operator over the batches."""
-    sizes: list[int] = []
-    for batch in progress:
-        for i, state in enumerate(batch.get("stateOperators", [])):
-            sizes.extend([0] * (i + 1 - len(sizes)))
-            sizes[i] = max(sizes[i], int(state.get("numRowsTotal", 0)))
-    return sizes
+def _state_rows(progress: list[dict]) -> int:
+    """The largest ``numRowsTotal`` of a stateful operator over the batches."""
+    return max((int(s.get("numRowsTotal", 0)) for batch in progress for s in batch.get("stateOperators", [])),
+               default=0)
+
+
+def _pane_rows(spark: SparkSession, checkpoint: Path, batches: int) -> int:
+    """The most panes wid's stateful step held after a micro-batch, read from its checkpoint
+    with Spark's state data source (list state ``panes``, one row per pane)."""
+    reader = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "panes")
+    return max((reader.option("batchId", b).load().count() for b in range(batches)), default=0)
 
 
 def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s: int, slide_s: int, delay: int,
@@ -86,16 +91,17 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
             _timed(start)
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
+        (_, wid_progress), (_, spark_progress) = timings.values()
+        sizes = {"wid": ("panes", _pane_rows(spark, Path(work) / "run" / "wid_checkpoint", len(wid_progress))),
+                 "spark": ("state rows", _state_rows(spark_progress))}
     open_windows = -(-range_s // slide_s)
     lines = [f"{rows} rows, {segments} keys, [RANGE {range_s} SLIDE {slide_s}] (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
              f"after a warm-up, load average {load:.2f} before the warm-up"]
-    for name, (seconds, progress) in timings.items():
-        sizes = _state_rows(progress)
-        states = "; ".join(f"operator {i}: {n} state rows max ({n / segments:.1f} per key, "
-                           f"{n / segments / open_windows:.2f} per key and window)" for i, n in enumerate(sizes))
+    for (name, (seconds, progress)), (what, n) in zip(timings.items(), sizes.values()):
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
-                     f"({_steady(progress):,.0f} rows/s after the first batch); {states}")
+                     f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
+                     f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
     (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
