@@ -21,7 +21,7 @@ PUBLIC = {
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": [],
     "wid.stream.live_arrival": ["positions", "arrival_order"],
-    "wid.stream.live_windows": [],
+    "wid.stream.live_windows": ["advance"],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }

@@ -16,9 +16,19 @@ COUNT = "_wid_count"  # tuples of a partition counted so far (ROWS positions)
 
 
 def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """``frames`` one after the other, empty ones left out (they would decide no dtype)."""
+    """``frames`` one after the other; empty frames and all-NULL columns decide no dtype (a
+    column all NULL in one frame takes the type, if it holds NULL, of a frame with values in it).
+
+    >>> stack([pd.DataFrame({"v": [None]}), pd.DataFrame({"v": [1.5]})])["v"].dtype
+    dtype('float64')
+    """
     kept = [f for f in frames if len(f)]
-    return pd.concat(kept, ignore_index=True) if kept else frames[0].iloc[0:0]
+    if not kept:
+        return frames[0].iloc[0:0]
+    typed = {c: f[c].dtype for f in reversed(kept) for c in f.columns if f[c].notna().any()}
+    typed = {c: t for c, t in typed.items() if isinstance(t, pd.api.extensions.ExtensionDtype) or t.kind in "fcmMO"}
+    kept = [f.astype({c: typed[c] for c in f.columns if c in typed and f[c].isna().all()}) for f in kept]
+    return pd.concat(kept, ignore_index=True)
 
 
 def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:

@@ -37,8 +37,8 @@ from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
-from wid.stream.live_windows import NONE, OPEN, Layout, contributions, emitted
-from wid.stream.panes import HI, LO, merge
+from wid.stream.live_windows import NONE, OPEN, Layout, advance
+from wid.stream.panes import HI, LO
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
 KEPT = "_wid_kept"
@@ -138,15 +138,8 @@ class PaneProcessor(StatefulProcessor):
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]].astype({CLOSED: "int64"})
         top = self._top(events, punctuations) if lay.open else None
-
-        c, bounds = lay.bounds.at_arrival(tuples, punctuations, state_frame(self.closed.get(), lay.closed_schema))
-        late, fresh = contributions(tuples, c, lay)
-        panes = merge(stack([state_frame(self.panes.get(), lay.pane_schema), fresh]), [*lay.keys, LO, HI],
-                      list(lay.aggregates))
-        closed = np.maximum(lay.bounds.closed(panes, bounds), np.iinfo(np.int64).max if end else NONE)
-        if top is not None:  # an open range ends, for now (and at the end of the stream), at the largest wid_lo
-            closed = np.where(panes[HI].to_numpy("int64") == OPEN, np.minimum(closed, top), closed)
-        results, panes = emitted(panes, closed, punctuations, end, lay)
+        results, late, panes, bounds = advance(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
+                                               state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
         self.panes.put(records(panes, lay.pane_schema)) if len(panes) else self.panes.clear()
         self.closed.put(records(bounds, lay.closed_schema)) if len(bounds) else self.closed.clear()
         yield self._output(results, late)

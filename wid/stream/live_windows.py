@@ -153,7 +153,41 @@ class Layout:
         return [n for n, _ in partial_names(list(self.aggregates))]
 
 
-def contributions(tuples: pd.DataFrame, c: np.ndarray, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
+def advance(tuples: pd.DataFrame, punctuations: pd.DataFrame, panes: pd.DataFrame, bounds: pd.DataFrame,
+            layout: Layout, end: bool = False, top: int | None = None) -> tuple[pd.DataFrame, ...]:
+    """Steps 3 and 4 on one micro-batch: ``(results, late, panes, bounds)``. In: the batch's
+    ``tuples`` (keys, ``wid_lo``, ``wid_hi``, values, payload) and ``punctuations``
+    (``row_num``, pattern columns, ``wid_closed``), each in arrival order; the state before it:
+    ``panes`` (keys, ``wid_lo``, ``wid_hi``, partials) and the bound table ``bounds``; ``end``:
+    the stream ends with the batch; ``top``: open ranges end, for now, at this id (landmark
+    windows). Out: the windows it closes (keys, ``wid``, partials, ``emit_row``), the late rows
+    (payload, ``wid``) and the state after it.
+
+    >>> from pyspark.sql.types import LongType, StringType, StructField, StructType
+    >>> panes = StructType([StructField(c, t) for c, t in [("k", StringType()), ("wid_lo", LongType()),
+    ...                                                      ("wid_hi", LongType()), ("_wid_p0", LongType())]])
+    >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num",), (Aggregate("n", "count"),), own=False,
+    ...                 on_all=False, shift=0, consistent=False, pane_schema=panes, closed_schema=panes, output=panes)
+    >>> tuples = pd.DataFrame({"row_num": [0, 2], "k": ["a", "a"], "wid_lo": [0, 0], "wid_hi": [2, 2]})
+    >>> marks = pd.DataFrame({"row_num": [1], "k": ["a"], "wid_closed": [0]})
+    >>> results, late, left, bounds = advance(tuples, marks, tuples.iloc[:0].assign(_wid_p0=0), marks.iloc[:0].assign(
+    ...     **{SHAPE: 0})[[SHAPE, "k", "wid_closed"]], layout)
+    >>> results[["k", "wid", "_wid_p0", "emit_row"]].values.tolist(), late.values.tolist()
+    ([['a', 0, 1, 1.0]], [[2, 0]])
+    >>> left[["wid_lo", "wid_hi", "_wid_p0"]].values.tolist()
+    [[1, 2, 2]]
+    """
+    c, bounds = layout.bounds.at_arrival(tuples, punctuations, bounds)
+    late, fresh = _contributions(tuples, c, layout)
+    panes = merge(stack([panes, fresh]), [*layout.keys, LO, HI], list(layout.aggregates))
+    closed = np.maximum(layout.bounds.closed(panes, bounds), np.iinfo(np.int64).max if end else NONE)
+    if top is not None:
+        closed = np.where(panes[HI].to_numpy("int64") == OPEN, np.minimum(closed, top), closed)
+    results, panes = _emitted(panes, closed, punctuations, end, layout)
+    return results, late, panes, bounds
+
+
+def _contributions(tuples: pd.DataFrame, c: np.ndarray, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(late, fresh)``: with ``C`` the largest window closed at each tuple's arrival, a tuple
     is late for ``[wid_lo, min(wid_hi, C)]`` (consistent: for all its range once any part is
     late): one late row (payload, ``wid``) per late id; its on-time rest ``[max(wid_lo, C + 1),
@@ -174,7 +208,7 @@ def contributions(tuples: pd.DataFrame, c: np.ndarray, layout: Layout) -> tuple[
     return late, fresh[[*layout.keys, LO, HI, *layout.partials]]
 
 
-def emitted(panes: pd.DataFrame, closed: np.ndarray, punctuations: pd.DataFrame, end: bool,
+def _emitted(panes: pd.DataFrame, closed: np.ndarray, punctuations: pd.DataFrame, end: bool,
             layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(results, left)``: every window of ``panes`` up to ``closed`` (per pane: the largest
     window closed for its keys; every one at the ``end`` of the stream) with its merged partials

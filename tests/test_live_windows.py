@@ -1,0 +1,122 @@
+"""Steps 3-4 of live mode's stateful step (wid.stream.live_windows.advance) against an
+event-by-event simulation of the paper's semantics, over any split into micro-batches.
+
+The simulation reads one element at a time in arrival order (a tuple before a punctuation of
+its ``row_num``): ``C(k)``, the largest window closed for key ``k``, is the running max of the
+punctuations binding ``k`` (its value, or NULL: every key); a tuple is late for its ids ``<=
+C(k)`` (generous) or for all of them once one is (consistent) and adds its value to the others;
+a punctuation emits every window of a key it binds that has a tuple and is now ``<= C(k)``,
+``emit_row`` = its row_num; the end emits the rest (NULL). No Spark: the state between batches
+goes through the state store's row format (``records``, ``state_frame``) as in the processor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+from wid.aggregate.range import Aggregate
+from wid.stream.live_state import records, state_frame
+from wid.stream.live_windows import SHAPE, Bounds, Layout, advance
+
+KEYS = ["a", "b", "c"]
+PANES = StructType([StructField("k", StringType()), StructField("wid_lo", LongType()), StructField("wid_hi", LongType()),
+                    StructField("_wid_p0", LongType()), StructField("_wid_p1", DoubleType())])
+BOUNDS = StructType([StructField(SHAPE, IntegerType()), StructField("k", StringType()),
+                     StructField("wid_closed", LongType())])
+AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"))
+
+value = st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3)))
+tuple_ = st.tuples(st.just("t"), st.sampled_from(KEYS), st.integers(-4, 8), st.integers(0, 3), value)
+punctuation = st.tuples(st.just("p"), st.sampled_from([*KEYS, None]), st.integers(-5, 9))
+stream = st.lists(st.one_of(tuple_, tuple_, punctuation), min_size=1, max_size=40)
+
+
+def layout(consistent: bool) -> Layout:
+    """Key ``k``, punctuations on ``k`` or on every key (NULL), count(*) and sum(v)."""
+    return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "v"), AGGREGATES, own=False, on_all=False,
+                  shift=0, consistent=consistent, pane_schema=PANES, closed_schema=BOUNDS, output=PANES)
+
+
+def elements(draws: list[tuple], rows: list[int]) -> list[dict]:
+    """The drawn elements with row_nums (a punctuation may share one with the tuple before it)."""
+    out = []
+    for draw, row in zip(draws, rows):
+        if draw[0] == "t":
+            _, k, lo, width, v = draw
+            out.append({"kind": 0, "row_num": row, "k": k, "wid_lo": lo, "wid_hi": lo + width, "v": v})
+        else:
+            out.append({"kind": 2, "row_num": row, "k": draw[1], "wid_closed": draw[2]})
+    return sorted(out, key=lambda e: (e["row_num"], e["kind"]))
+
+
+def simulate(events: list[dict], consistent: bool) -> tuple[dict, list]:
+    """``({(k, w): (count, sum, emit_row)}, [(row_num, k, wid)])`` one element at a time."""
+    closed_key, closed_all = {}, -math.inf
+    content, emitted, late = {}, {}, []
+
+    def c(k):
+        return max(closed_key.get(k, -math.inf), closed_all)
+
+    for e in events:
+        if e["kind"] == 0:
+            ids = range(e["wid_lo"], e["wid_hi"] + 1)
+            lost = [w for w in ids if w <= c(e["k"])]
+            on = [] if lost and consistent else [w for w in ids if w > c(e["k"])]
+            late += [(e["row_num"], e["k"], w) for w in (ids if lost and consistent else lost)]
+            for w in on:
+                n, total = content.get((e["k"], w), (0, None))
+                content[(e["k"], w)] = (n + 1, total if e["v"] is None else (total or 0.0) + e["v"])
+        else:
+            if e["k"] is None:
+                closed_all = max(closed_all, e["wid_closed"])
+            else:
+                closed_key[e["k"]] = max(closed_key.get(e["k"], -math.inf), e["wid_closed"])
+            for (k, w), partial in content.items():
+                if (k, w) not in emitted and w <= c(k):
+                    emitted[(k, w)] = (*partial, e["row_num"])
+    for window, partial in content.items():
+        emitted.setdefault(window, (*partial, None))
+    return emitted, late
+
+
+def run_live(events: list[dict], cuts: list[int], consistent: bool) -> tuple[dict, list]:
+    """:func:`advance` over the batches ``events[cuts[i]:cuts[i + 1]]``, state read back between them."""
+    lay = layout(consistent)
+    panes, bounds = state_frame([], PANES), state_frame([], BOUNDS)
+    got, late = {}, []
+    edges = [0, *sorted(set(cuts)), len(events)]
+    for i, (start, stop) in enumerate(zip(edges, edges[1:])):
+        batch = events[start:stop]
+        tuples = pd.DataFrame([e for e in batch if e["kind"] == 0],
+                              columns=["row_num", "k", "wid_lo", "wid_hi", "v"]).astype({"v": "float64"})
+        marks = pd.DataFrame([e for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
+        results, gone, panes, bounds = advance(tuples, marks.astype({"wid_closed": "int64"}), panes, bounds, lay,
+                                               end=i == len(edges) - 2)
+        panes, bounds = state_frame(records(panes, PANES), PANES), state_frame(records(bounds, BOUNDS), BOUNDS)
+        for r in results.itertuples(index=False):
+            total = None if pd.isna(r._3) else r._3
+            got[(r.k, int(r.wid))] = (int(r._2), total, None if pd.isna(r.emit_row) else int(r.emit_row))
+        late += [(int(r.row_num), r.k, int(r.wid)) for r in gone.itertuples(index=False)]
+    return got, late
+
+
+@settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
+@given(stream, st.lists(st.integers(0, 40), max_size=4), st.booleans(), st.randoms(use_true_random=False))
+def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd):
+    rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
+    rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
+    events = elements(draws, rows)
+    cuts = [c for c in cuts if c <= len(events)]
+    expected, expected_late = simulate(events, consistent)
+    got, late = run_live(events, cuts, consistent)
+    assert got.keys() == expected.keys()
+    for window, (n, total, emit_row) in expected.items():
+        assert got[window][0] == n and got[window][2] == emit_row, window
+        assert got[window][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), window
+    assert sorted(late) == sorted(expected_late)
