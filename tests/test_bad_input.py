@@ -133,14 +133,24 @@ def test_null_row_num_fails_a_rows_window(spark):
                             "RANGE 2 ROWS SLIDE 1 ROWS WATTR row_num", "NULL")
 
 
-@pytest.mark.parametrize("window", ["RANGE 2 SLIDE 1 WATTR x", "SESSION 2 WATTR x"])
-def test_null_row_num_fails_a_replay_that_orders_by_it(spark, window):
-    """A replay with punctuations (or sessions) reads arrival order: a tuple without a place
-    in it is an error, not a tuple sorted first."""
+@pytest.mark.parametrize("window, slack", [("RANGE 2 SLIDE 1 WATTR x", True), ("SESSION 2 WATTR x", True),
+                                           ("RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num", True),
+                                           ("tumbling, count(2)", False)])
+def test_null_row_num_fails_a_replay_that_orders_by_it(spark, window, slack):
+    """A replay that reads arrival order (punctuations, sessions, slide-by-tuple, SPL buffers):
+    a tuple without a place in it is an error, not a tuple sorted first or last."""
     spark.createDataFrame([(3, 0, 1.5), (None, 1, 2.0), (20, 0, 2.5)], "row_num long, k long, x double") \
         .createOrReplaceTempView("no_order")
-    with pytest.raises(Exception, match="NULL row_num: arrival order needs one"):  # raised in a subquery: Py4J's
-        rep = wid.replay(spark, f"SELECT count(*) AS n FROM no_order [{window}]", wid.punctuate.slack(1))
+    with pytest.raises(Exception, match="tuple with a NULL row_num: arrival order needs one"):  # Py4J's, from a subquery
+        rep = wid.replay(spark, f"SELECT count(*) AS n FROM no_order [{window}]", wid.punctuate.slack(1) if slack else None)
+        rep.results.collect()
+        rep.late.collect()
+
+
+def test_null_row_num_fails_an_embedded_punctuation(spark, view):
+    bounds = spark.createDataFrame([(3, 1.0), (None, 2.0)], "row_num long, x double")
+    with pytest.raises(Exception, match="punctuation with a NULL row_num: arrival order needs one"):
+        rep = wid.replay(spark, f"SELECT count(*) AS n FROM {view} [RANGE 2 SLIDE 1 WATTR x]", wid.punctuate.embedded(bounds))
         rep.results.collect()
         rep.late.collect()
 

@@ -29,6 +29,8 @@ from wid.stream import live_run
 from wid.stream.live import END_COLUMN, live
 from wid.stream.punctuate import slack
 
+WID_CHECKPOINT = "wid_checkpoint"
+
 
 def _timed(start: Callable[[], StreamingQuery]) -> tuple[float, list[dict]]:
     """Seconds from starting a query to the end of its last batch, and its progress."""
@@ -51,11 +53,12 @@ def _state_rows(progress: list[dict]) -> int:
                default=0)
 
 
-def _pane_rows(spark: SparkSession, checkpoint: Path, batches: int) -> int:
+def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> int:
     """The most panes wid's stateful step held after a micro-batch, read from its checkpoint
     with Spark's state data source (list state ``panes``, one row per pane)."""
-    reader = spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "panes")
-    return max((reader.option("batchId", b).load().count() for b in range(batches)), default=0)
+    reader = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "panes")
+              .option("flattenCollectionTypes", "true"))
+    return max((reader.option("batchId", p["batchId"]).load().count() for p in progress), default=0)
 
 
 def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s: int, slide_s: int, delay: int,
@@ -77,7 +80,7 @@ def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s:
                     .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
                     .start(str(work / "spark_out")))
 
-    return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / "wid_checkpoint"),
+    return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / WID_CHECKPOINT),
             "spark window + watermark": spark_query}
 
 
@@ -92,13 +95,13 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
         (_, wid_progress), (_, spark_progress) = timings.values()
-        sizes = {"wid": ("panes", _pane_rows(spark, Path(work) / "run" / "wid_checkpoint", len(wid_progress))),
-                 "spark": ("state rows", _state_rows(spark_progress))}
+        sizes = [("panes", _pane_rows(spark, Path(work) / "run" / WID_CHECKPOINT, wid_progress)),
+                 ("state rows", _state_rows(spark_progress))]
     open_windows = -(-range_s // slide_s)
     lines = [f"{rows} rows, {segments} keys, [RANGE {range_s} SLIDE {slide_s}] (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
              f"after a warm-up, load average {load:.2f} before the warm-up"]
-    for (name, (seconds, progress)), (what, n) in zip(timings.items(), sizes.values()):
+    for (name, (seconds, progress)), (what, n) in zip(timings.items(), sizes):  # wid, then Spark
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")

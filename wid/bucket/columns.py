@@ -81,6 +81,14 @@ def exact_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
     return (column, 1) if isinstance(dtype, DecimalType) else numeric_value(column, dtype, name)
 
 
+def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
+    """``frame`` (tuples or punctuations) whose ``row_num`` fails the query where it is NULL:
+    an element without one has no place in the arrival order a replay reads."""
+    row_num = F.col("row_num")
+    message = F.lit(f"wid: a {element} with a NULL row_num: arrival order needs one")
+    return frame.withColumn("row_num", F.when(row_num.isNull(), F.raise_error(message)).otherwise(row_num))
+
+
 def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) -> Expr:
     """``x``, failing the query with a message naming the tuple when it is NULL or NaN, or
     (with ``limit``) infinite or beyond ``±limit``, where window-ids stop being exact longs."""

@@ -39,6 +39,7 @@ from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_ke
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
+
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
 KEPT = "_wid_kept"

@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
-from wid.stream.live_arrival import matched, stack
+from wid.stream.live_arrival import arrival_order, matched, stack
 from wid.stream.live_input import KIND, PUNCTUATION, TUPLE
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
@@ -77,9 +77,10 @@ class Bounds:
             mine, before = self.of(punctuations, shape), stored[stored[SHAPE] == sid]
             c = np.maximum(c, _lookup(tuples, before, shape))
             if len(mine) and len(tuples):
-                both = pd.concat([tuples[["row_num", *shape]].assign(**{KIND: TUPLE, _RUN: NONE, _AT: tuples.index}),
-                                  mine[["row_num", *shape]].assign(**{KIND: PUNCTUATION, _RUN: mine[CLOSED], _AT: -1})],
-                                 ignore_index=True).sort_values(["row_num", KIND], kind="stable")
+                both = arrival_order(pd.concat(
+                    [tuples[["row_num", *shape]].assign(**{KIND: TUPLE, _RUN: NONE, _AT: tuples.index}),
+                     mine[["row_num", *shape]].assign(**{KIND: PUNCTUATION, _RUN: mine[CLOSED], _AT: -1})],
+                    ignore_index=True))
                 run = both.groupby(list(shape), dropna=False, sort=False)[_RUN].cummax() if shape else both[_RUN].cummax()
                 at = both[_AT].to_numpy()
                 own = at >= 0

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import EMIT_ROW, REVISION, WID
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.stream.punctuation import Generator
@@ -35,7 +35,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
         raise WidError("allowed_lateness does not apply to SPL and Flink windows: their buffers take every tuple "
                        "in arrival order, so nothing is late")
     spec, tagged = compiled.spec, compiled.tagged
-    source = tagged.sparkSession.table(compiled.query.source)
+    source = in_order(tagged.sparkSession.table(compiled.query.source))
     partition = list(spec.partition)
     emitted = fired(source).select(*[F.col(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
                                    F.col(WID).alias("_wid_fw"), EMIT_ROW)

@@ -29,7 +29,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
-from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, numeric_value
+from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value
 from wid.errors import WidError
 from wid.spec.numbers import as_number, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
@@ -77,7 +77,8 @@ class Embedded(Generator):
                            f"the stream's is {attribute_type(compiled.tagged, wattr).simpleString()}")
         types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
         bound = F.col(columns[wattr.lower()])
-        frame = self.frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
+        frame = in_order(self.frame, "punctuation")
+        frame = frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
             F.lit("wid: NULL bound in the punctuation with row_num="),
             F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))))).otherwise(bound))
         frame = compiled.spec.bucket_punctuations(frame).select(

@@ -13,9 +13,8 @@ import math
 from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
-from wid.bucket.columns import EMIT_ROW, REVISION
+from wid.bucket.columns import EMIT_ROW, REVISION, in_order
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
@@ -72,9 +71,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     compiled = compile_query(spark, query_text, window)
     if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
-    row_num = F.col("row_num")
-    compiled = replace(compiled, tagged=compiled.tagged.withColumn("row_num", F.when(row_num.isNull(), F.raise_error(
-        F.lit("wid: a tuple with a NULL row_num: arrival order needs one"))).otherwise(row_num)))
+    compiled = replace(compiled, tagged=in_order(compiled.tagged))
     if punctuation is not None and not isinstance(punctuation, Generator):
         raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
                        f"got {punctuation!r}")
