@@ -1,5 +1,6 @@
-"""Steps 3-4 of live mode's stateful step (wid.stream.live_windows.advance) against an
-event-by-event simulation of the paper's semantics, over any split into micro-batches.
+"""Live mode's stateful step without Spark, against event-by-event simulations of the paper's
+semantics, over any split into micro-batches: steps 3-4 (wid.stream.live_windows.advance) and
+step 2 (marks on all keys becoming punctuations, wid.stream.live_arrival.on_all_keys).
 
 The simulation reads one element at a time in arrival order (a tuple before a punctuation of
 its ``row_num``): ``C(k)``, the largest window closed for key ``k``, is the running max of the
@@ -12,6 +13,7 @@ goes through the state store's row format (``records``, ``state_frame``) as in t
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pandas as pd
@@ -21,8 +23,10 @@ from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
-from wid.stream.live_state import records, state_frame
-from wid.stream.live_windows import SHAPE, Bounds, Layout, advance
+from wid.stream.live_arrival import on_all_keys
+from wid.stream.live_input import KIND, TUPLE
+from wid.stream.live_state import PENDING, records, state_frame
+from wid.stream.live_windows import NONE, SHAPE, Bounds, Layout, advance
 
 KEYS = ["a", "b", "c"]
 PANES = StructType([StructField("k", StringType()), StructField("wid_lo", LongType()), StructField("wid_hi", LongType()),
@@ -120,3 +124,34 @@ def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, con
         assert got[window][0] == n and got[window][2] == emit_row, window
         assert got[window][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), window
     assert sorted(late) == sorted(expected_late)
+
+
+# --- step 2: marks on all keys (slack, heartbeat) become punctuations --------------------------
+
+mark = st.tuples(st.integers(1, 5), st.one_of(st.none(), st.integers(-3, 12)))  # row_num gap, wid_closed
+
+
+@settings(max_examples=max(150, settings.default.max_examples))
+@given(st.lists(mark, min_size=1, max_size=30), st.lists(st.integers(0, 30), max_size=4), st.sampled_from([0, 3]))
+def test_marks_on_all_keys_become_punctuations_when_the_stream_passes_them(draws, cuts, shift):
+    """Each mark is a bound on all keys at ``row_num + shift``; only a record (above every
+    earlier bound) closes anything, and it is due in the first batch that reaches its row (at
+    the end of the stream, every one left)."""
+    rows = list(itertools.accumulate(gap for gap, _ in draws))
+    events = pd.DataFrame({"row_num": rows, KIND: [TUPLE] * len(rows),
+                           "wid_closed": pd.array([c for _, c in draws], dtype="Int64")})
+    edges = [0, *sorted({c for c in cuts if c < len(rows)} - {0}), len(rows)]
+    expected, best = [], -math.inf
+    for row, closed in zip(rows, events["wid_closed"]):
+        if not pd.isna(closed) and closed > best:
+            best = closed
+            at = next((i for i, (a, b) in enumerate(zip(edges, edges[1:])) if rows[b - 1] >= row + shift),
+                      len(edges) - 2)  # the end of the stream passes every row
+            expected.append((at, row + shift, int(closed)))
+    got, pending, high = [], state_frame([], PENDING), NONE
+    for i, (a, b) in enumerate(zip(edges, edges[1:])):
+        due, waiting = on_all_keys(events.iloc[a:b], pending, high, shift, end=i == len(edges) - 2)
+        got += [(i, int(r), int(c)) for r, c in zip(due["row_num"], due["wid_closed"])]
+        pending = state_frame(records(waiting, PENDING), PENDING)
+        high = max([high, *due["wid_closed"].astype("int64")])
+    assert got == expected

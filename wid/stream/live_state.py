@@ -47,7 +47,7 @@ _INTEGRAL = ("long", "integer", "short", "byte")
 #: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
 _NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
              pa.int64(): pd.Int64Dtype()}
-_PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
+PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
 
 
 def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
@@ -103,7 +103,7 @@ class PaneProcessor(StatefulProcessor):
             self.counts = handle.getListState("counts", self.counts_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
         self.last = handle.getValueState("last", "row_num long, kind int, high long")
-        self.pending = handle.getListState("pending", _PENDING)
+        self.pending = handle.getListState("pending", PENDING)
         if self.layout.open:
             self.top = handle.getValueState("top", "top long")  # the largest wid_lo so far
 
@@ -115,9 +115,9 @@ class PaneProcessor(StatefulProcessor):
         high = NONE if last is None or last[2] is None else last[2]
         due = events.iloc[0:0][["row_num", CLOSED]]
         if self.layout.on_all:
-            pending = state_frame(self.pending.get(), _PENDING)
+            pending = state_frame(self.pending.get(), PENDING)
             due, waiting = on_all_keys(events, pending, high, self.layout.shift, end)
-            self.pending.put(records(waiting, _PENDING)) if len(waiting) else self.pending.clear()
+            self.pending.put(records(waiting, PENDING)) if len(waiting) else self.pending.clear()
             high = max(high, int(due[CLOSED].max())) if len(due) else high
         self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
         return due
