@@ -159,6 +159,20 @@ def test_null_window_attribute_raised_inside_spark_is_one_line(spark, capsys, tm
     assert err == "wid: NULL or NaN window attribute 'x' in the tuple with row_num=1\n"
 
 
+def test_null_row_num_in_a_replay_is_one_line(spark, capsys, tmp_path):
+    """Raised inside a subquery of the replay's plan (Py4J's error, not PySpark's): still one line."""
+    (tmp_path / "s.csv").write_text("row_num,seg_id,speed,x\n0,a,50.0,1.5\n,a,60.0,2.5\n2,b,70.0,3.0\n")
+    plan = write_plan(
+        tmp_path / "plan.toml",
+        'view = "s"\nquery = "SELECT seg_id, count(*) AS n FROM s [RANGE 10 SLIDE 5 WATTR x] GROUP BY seg_id"\n'
+        '[input]\npath = "s.csv"\n[replay]\npunctuation = "slack"\namount = 1.0\n',
+    )
+    code = main(["run", str(plan)], spark=spark)
+    err = capsys.readouterr().err
+    assert code == BAD_INPUT
+    assert err == "wid: a tuple with a NULL row_num: arrival order needs one\n"
+
+
 @pytest.mark.parametrize("x, shown", [("1e300", "1.0E300"), ("Inf", "Infinity")])
 def test_huge_window_attribute_is_one_line_naming_the_row(spark, capsys, tmp_path, x, shown):
     (tmp_path / "s.csv").write_text(f"row_num,seg_id,x\n0,a,1.5\n1,a,{x}\n")

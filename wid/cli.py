@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             return args.command(args, session)
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)
-    except PySparkException as error:
+    except (PySparkException, Py4JJavaError) as error:  # Py4J's: a check raised in a subquery of the plan
         if not (WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
             raise
         print(f"wid: {one_line(error)}", file=sys.stderr)
