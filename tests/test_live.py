@@ -156,6 +156,27 @@ def test_live_rows_window_with_a_null_partition_equals_replay(spark, tmp_path):
     assert_df_equality(results, replay(spark, text).results, ignore_row_order=True, ignore_nullable=True)
 
 
+def test_live_null_keys_with_keyed_and_wildcard_punctuations_equal_replay(spark, tmp_path):
+    """A NULL GROUP BY key is a key of its own that only wildcard punctuations close; in one
+    bucket, a batch whose closed windows are all of the NULL key, with a keyed punctuation in it
+    (key 'a' is closed far ahead by its own punctuations: its later tuples are late), emits them."""
+    rows = [(i, None if i % 3 else "a", float(i), 1) for i in range(30)]
+    bounds = [(i, "a", 100.0) for i in range(3, 30, 4)] + [(i, None, float(i - 2)) for i in range(6, 30, 4)]
+    frame = spark.createDataFrame([(r, k, x, v, False) for r, k, x, v in rows] +
+                                  [(r, k, x, None, True) for r, k, x in bounds],
+                                  f"row_num long, k string, x double, v long, {FLAG} boolean")
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_n")
+    text = f"SELECT k, count(*) AS n, sum(v) AS total FROM {VIEW}_n [RANGE 4 SLIDE 2 WATTR x] GROUP BY k"
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 4)))
+    job = live(spark, text, tuples, punctuate.embedded(punctuations), buckets=1)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text, punctuate.embedded(frame.where(F.col(FLAG)).select("row_num", "k", "x")))
+    assert results.where(F.col("k").isNull() & F.col("emit_row").isNotNull()).count() > 0
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+
+
 LANDMARK = "SELECT k, count(*) AS c, sum(n) AS t FROM {view} [RANGE UNBOUNDED SLIDE 3 WATTR x] GROUP BY k"
 
 

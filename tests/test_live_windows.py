@@ -36,13 +36,14 @@ BOUNDS = StructType([StructField(SHAPE, IntegerType()), StructField("k", StringT
 AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"))
 
 value = st.one_of(st.none(), st.floats(-1e6, 1e6, allow_nan=False).map(lambda v: round(v, 3)))
-tuple_ = st.tuples(st.just("t"), st.sampled_from(KEYS), st.integers(-4, 8), st.integers(0, 3), value)
-punctuation = st.tuples(st.just("p"), st.sampled_from([*KEYS, None]), st.integers(-5, 9))
+tuple_ = st.tuples(st.just("t"), st.sampled_from([*KEYS, None]), st.integers(-4, 8), st.integers(0, 3), value)
+punctuation = st.tuples(st.just("p"), st.sampled_from([*KEYS, None]), st.integers(-5, 9))  # None: every key
+cuts = st.lists(st.floats(0, 1), max_size=4)  # where to split, as fractions of the stream
 stream = st.lists(st.one_of(tuple_, tuple_, punctuation), min_size=1, max_size=40)
 
 
 def layout(consistent: bool) -> Layout:
-    """Key ``k``, punctuations on ``k`` or on every key (NULL), count(*) and sum(v)."""
+    """Key ``k`` (NULL a key of its own), punctuations on ``k`` or on every key (NULL), count(*) and sum(v)."""
     return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "v"), AGGREGATES, own=False, on_all=False,
                   shift=0, consistent=consistent, pane_schema=PANES, closed_schema=BOUNDS, output=PANES)
 
@@ -89,34 +90,37 @@ def simulate(events: list[dict], consistent: bool) -> tuple[dict, list]:
     return emitted, late
 
 
-def run_live(events: list[dict], cuts: list[int], consistent: bool) -> tuple[dict, list]:
-    """:func:`advance` over the batches ``events[cuts[i]:cuts[i + 1]]``, state read back between them."""
+def run_live(events: list[dict], cuts: list[float], consistent: bool) -> tuple[dict, list]:
+    """:func:`advance` over ``events`` split at ``cuts`` (fractions), typed as the processor's
+    input (nullable longs), the state read back from its row format between batches."""
     lay = layout(consistent)
     panes, bounds = state_frame([], PANES), state_frame([], BOUNDS)
     got, late = {}, []
-    edges = [0, *sorted(set(cuts)), len(events)]
+    edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
     for i, (start, stop) in enumerate(zip(edges, edges[1:])):
         batch = events[start:stop]
-        tuples = pd.DataFrame([e for e in batch if e["kind"] == 0],
-                              columns=["row_num", "k", "wid_lo", "wid_hi", "v"]).astype({"v": "float64"})
+        tuples = pd.DataFrame([e for e in batch if e["kind"] == 0], columns=["row_num", "k", "wid_lo", "wid_hi", "v"])
         marks = pd.DataFrame([e for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
-        results, gone, panes, bounds = advance(tuples, marks.astype({"wid_closed": "int64"}), panes, bounds, lay,
-                                               end=i == len(edges) - 2)
+        tuples = tuples.astype({"row_num": "Int64", "wid_lo": "Int64", "wid_hi": "Int64", "v": "float64"})
+        results, gone, panes, bounds = advance(tuples, marks.astype({"row_num": "Int64", "wid_closed": "int64"}),
+                                               panes, bounds, lay, end=i == len(edges) - 2)
         panes, bounds = state_frame(records(panes, PANES), PANES), state_frame(records(bounds, BOUNDS), BOUNDS)
-        for r in results.itertuples(index=False):
-            total = None if pd.isna(r._3) else r._3
-            got[(r.k, int(r.wid))] = (int(r._2), total, None if pd.isna(r.emit_row) else int(r.emit_row))
-        late += [(int(r.row_num), r.k, int(r.wid)) for r in gone.itertuples(index=False)]
+        for r in results.to_dict("records"):
+            window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
+            assert window not in got, f"window {window} emitted twice"
+            got[window] = (int(r["_wid_p0"]), None if pd.isna(r["_wid_p1"]) else r["_wid_p1"],
+                           None if pd.isna(r["emit_row"]) else int(r["emit_row"]))
+        late += [(int(r["row_num"]), None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
+                 for r in gone.to_dict("records")]
     return got, late
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, st.lists(st.integers(0, 40), max_size=4), st.booleans(), st.randoms(use_true_random=False))
+@given(stream, cuts, st.booleans(), st.randoms(use_true_random=False))
 def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd):
     rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
     events = elements(draws, rows)
-    cuts = [c for c in cuts if c <= len(events)]
     expected, expected_late = simulate(events, consistent)
     got, late = run_live(events, cuts, consistent)
     assert got.keys() == expected.keys()
@@ -132,7 +136,7 @@ mark = st.tuples(st.integers(1, 5), st.one_of(st.none(), st.integers(-3, 12)))  
 
 
 @settings(max_examples=max(150, settings.default.max_examples))
-@given(st.lists(mark, min_size=1, max_size=30), st.lists(st.integers(0, 30), max_size=4), st.sampled_from([0, 3]))
+@given(st.lists(mark, min_size=1, max_size=30), cuts, st.sampled_from([0, 3]))
 def test_marks_on_all_keys_become_punctuations_when_the_stream_passes_them(draws, cuts, shift):
     """Each mark is a bound on all keys at ``row_num + shift``; only a record (above every
     earlier bound) closes anything, and it is due in the first batch that reaches its row (at
@@ -140,7 +144,7 @@ def test_marks_on_all_keys_become_punctuations_when_the_stream_passes_them(draws
     rows = list(itertools.accumulate(gap for gap, _ in draws))
     events = pd.DataFrame({"row_num": rows, KIND: [TUPLE] * len(rows),
                            "wid_closed": pd.array([c for _, c in draws], dtype="Int64")})
-    edges = [0, *sorted({c for c in cuts if c < len(rows)} - {0}), len(rows)]
+    edges = [0, *sorted({int(c * len(rows)) for c in cuts} - {0, len(rows)}), len(rows)]
     expected, best = [], -math.inf
     for row, closed in zip(rows, events["wid_closed"]):
         if not pd.isna(closed) and closed > best:

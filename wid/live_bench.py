@@ -94,7 +94,7 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
             _timed(start)
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
-        (_, wid_progress), (_, spark_progress) = timings.values()
+        (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
         sizes = [("panes", _pane_rows(spark, Path(work) / "run" / WID_CHECKPOINT, wid_progress)),
                  ("state rows", _state_rows(spark_progress))]
     open_windows = -(-range_s // slide_s)
@@ -105,7 +105,6 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
-    (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
     return lines

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
@@ -125,6 +126,6 @@ def prompt(spark: SparkSession, lines=sys.stdin) -> int:
                 if statement.lower() in ("quit", "exit"):
                     return 0
                 print(execute(spark, statement, 50))
-        except (WidError, PySparkException) as error:
+        except (WidError, PySparkException, Py4JJavaError) as error:  # Py4J's: a check raised in a subquery
             print(f"wid: {one_line(error)}", file=sys.stderr)
         buffer = ""

@@ -27,7 +27,8 @@ def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
         return frames[0].iloc[0:0]
     typed = {c: f[c].dtype for f in reversed(kept) for c in f.columns if f[c].notna().any()}
     typed = {c: t for c, t in typed.items() if isinstance(t, pd.api.extensions.ExtensionDtype) or t.kind in "fcmMO"}
-    kept = [f.astype({c: typed[c] for c in f.columns if c in typed and f[c].isna().all()}) for f in kept]
+    kept = [f.assign(**{c: f[c].astype(object).astype(typed[c]) for c in f.columns  # via object: any NULL
+                        if c in typed and f[c].isna().all()}) for f in kept]
     return pd.concat(kept, ignore_index=True)
 
 

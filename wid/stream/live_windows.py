@@ -107,8 +107,10 @@ class Bounds:
                 continue
             run = (mine.groupby(list(shape), dropna=False, sort=False)[CLOSED] if shape else mine[CLOSED]).cummax()
             firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
-            found = pd.merge_asof(ordered, firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable"),
-                                  left_on=WID, right_on=_RUN, by=list(shape) or None, direction="forward")
+            right = firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable")
+            differ = {c: object for c in shape if ordered[c].dtype != right[c].dtype}  # e.g. keys all NULL: floats
+            found = pd.merge_asof(ordered.astype(differ), right.astype(differ), left_on=WID, right_on=_RUN,
+                                  by=list(shape) or None, direction="forward")
             at = pd.Series(found["row_num"].to_numpy(), index=found["_wid_i"].to_numpy())
             best = np.fmin(best, at.reindex(best.index))
         return best
@@ -155,29 +157,35 @@ class Layout:
 
 
 def advance(tuples: pd.DataFrame, punctuations: pd.DataFrame, panes: pd.DataFrame, bounds: pd.DataFrame,
-            layout: Layout, end: bool = False, top: int | None = None) -> tuple[pd.DataFrame, ...]:
+            layout: Layout, end: bool = False,
+            top: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Steps 3 and 4 on one micro-batch: ``(results, late, panes, bounds)``. In: the batch's
     ``tuples`` (keys, ``wid_lo``, ``wid_hi``, values, payload) and ``punctuations``
     (``row_num``, pattern columns, ``wid_closed``), each in arrival order; the state before it:
     ``panes`` (keys, ``wid_lo``, ``wid_hi``, partials) and the bound table ``bounds``; ``end``:
     the stream ends with the batch; ``top``: open ranges end, for now, at this id (landmark
-    windows). Out: the windows it closes (keys, ``wid``, partials, ``emit_row``), the late rows
-    (payload, ``wid``) and the state after it.
+    windows). With ``C`` the largest window closed for a tuple's keys at its arrival, the tuple
+    is late for ``[wid_lo, min(wid_hi, C)]`` (consistent: for all its range once any id is) and
+    adds its partials to the pane ``[max(wid_lo, C + 1), wid_hi]``; every window a punctuation
+    closes is emitted with ``emit_row`` = the first punctuation closing it. Out: those windows
+    (keys, ``wid``, partials, ``emit_row``), the late rows (payload, ``wid``) and the state after.
 
     >>> from pyspark.sql.types import LongType, StringType, StructField, StructType
     >>> panes = StructType([StructField(c, t) for c, t in [("k", StringType()), ("wid_lo", LongType()),
     ...                                                      ("wid_hi", LongType()), ("_wid_p0", LongType())]])
     >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num",), (Aggregate("n", "count"),), own=False,
-    ...                 on_all=False, shift=0, consistent=False, pane_schema=panes, closed_schema=panes, output=panes)
+    ...                 on_all=False, shift=0, consistent=False, pane_schema=panes, closed_schema=StructType(),
+    ...                 output=StructType())  # the processor's schemas: not read here
     >>> tuples = pd.DataFrame({"row_num": [0, 2], "k": ["a", "a"], "wid_lo": [0, 0], "wid_hi": [2, 2]})
     >>> marks = pd.DataFrame({"row_num": [1], "k": ["a"], "wid_closed": [0]})
-    >>> results, late, left, bounds = advance(tuples, marks, tuples.iloc[:0].assign(_wid_p0=0), marks.iloc[:0].assign(
-    ...     **{SHAPE: 0})[[SHAPE, "k", "wid_closed"]], layout)
+    >>> state = pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=[SHAPE, "k", "wid_closed"])
+    >>> results, late, left, bounds = advance(tuples, marks, *state, layout)
     >>> results[["k", "wid", "_wid_p0", "emit_row"]].values.tolist(), late.values.tolist()
     ([['a', 0, 1, 1.0]], [[2, 0]])
     >>> left[["wid_lo", "wid_hi", "_wid_p0"]].values.tolist()
     [[1, 2, 2]]
     """
+    tuples = tuples.reset_index(drop=True)  # C is positional
     c, bounds = layout.bounds.at_arrival(tuples, punctuations, bounds)
     late, fresh = _contributions(tuples, c, layout)
     panes = merge(stack([panes, fresh]), [*layout.keys, LO, HI], list(layout.aggregates))

@@ -79,8 +79,7 @@ class Embedded(Generator):
         bound = F.col(columns[wattr.lower()])
         frame = in_order(self.frame, "punctuation")
         frame = frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
-            F.lit("wid: NULL bound in the punctuation with row_num="),
-            F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))))).otherwise(bound))
+            F.lit("wid: NULL bound in the punctuation with row_num="), F.col("row_num").cast("string")))).otherwise(bound))
         frame = compiled.spec.bucket_punctuations(frame).select(
             F.col("row_num").cast("long").alias("row_num"),
             *[F.col(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
