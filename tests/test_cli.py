@@ -146,31 +146,23 @@ def test_bad_plan_is_one_line_and_status_2(spark, capsys, tmp_path, body, messag
     assert len(err.splitlines()) == 1 and err.startswith("wid: ") and message in err
 
 
-def test_null_window_attribute_raised_inside_spark_is_one_line(spark, capsys, tmp_path):
-    (tmp_path / "s.csv").write_text("row_num,seg_id,speed,x\n0,a,50.0,1.5\n1,a,60.0,\n2,b,70.0,3.0\n")
+@pytest.mark.parametrize("row, replay, message", [
+    ("1,a,60.0,", "", "NULL or NaN window attribute 'x' in the tuple with row_num=1"),
+    # raised inside a subquery of the replay's plan: Py4J's error, not PySpark's
+    (",a,60.0,2.5", '[replay]\npunctuation = "slack"\namount = 1.0\n',
+     "a tuple with a NULL row_num: arrival order needs one"),
+], ids=["null window attribute", "null row_num in a replay"])
+def test_a_check_raised_inside_spark_is_one_line(spark, capsys, tmp_path, row, replay, message):
+    (tmp_path / "s.csv").write_text(f"row_num,seg_id,speed,x\n0,a,50.0,1.5\n{row}\n2,b,70.0,3.0\n")
     plan = write_plan(
         tmp_path / "plan.toml",
         'view = "s"\nquery = "SELECT seg_id, count(*) AS n FROM s [RANGE 10 SLIDE 5 WATTR x] GROUP BY seg_id"\n'
-        '[input]\npath = "s.csv"\n',
+        '[input]\npath = "s.csv"\n' + replay,
     )
     code = main(["run", str(plan)], spark=spark)
     err = capsys.readouterr().err
     assert code == BAD_INPUT
-    assert err == "wid: NULL or NaN window attribute 'x' in the tuple with row_num=1\n"
-
-
-def test_null_row_num_in_a_replay_is_one_line(spark, capsys, tmp_path):
-    """Raised inside a subquery of the replay's plan (Py4J's error, not PySpark's): still one line."""
-    (tmp_path / "s.csv").write_text("row_num,seg_id,speed,x\n0,a,50.0,1.5\n,a,60.0,2.5\n2,b,70.0,3.0\n")
-    plan = write_plan(
-        tmp_path / "plan.toml",
-        'view = "s"\nquery = "SELECT seg_id, count(*) AS n FROM s [RANGE 10 SLIDE 5 WATTR x] GROUP BY seg_id"\n'
-        '[input]\npath = "s.csv"\n[replay]\npunctuation = "slack"\namount = 1.0\n',
-    )
-    code = main(["run", str(plan)], spark=spark)
-    err = capsys.readouterr().err
-    assert code == BAD_INPUT
-    assert err == "wid: a tuple with a NULL row_num: arrival order needs one\n"
+    assert err == f"wid: {message}\n"
 
 
 @pytest.mark.parametrize("x, shown", [("1e300", "1.0E300"), ("Inf", "Infinity")])
