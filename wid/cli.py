@@ -17,13 +17,12 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import AnalysisException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 
 from wid import bench, experiment, live_cli, serve, sqlshell
-from wid.console import WID_MESSAGE, log, one_line, table
+from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, table
 from wid.errors import WidError
 from wid.plan import Plan
 from wid.query import WindowQuery, query
@@ -171,7 +170,7 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
             return args.command(args, session)
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)
-    except (PySparkException, Py4JJavaError) as error:  # Py4J's: a check raised in a subquery of the plan
+    except SPARK_ERRORS as error:
         if not (WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
             raise
         print(f"wid: {one_line(error)}", file=sys.stderr)

@@ -8,12 +8,16 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 from pyspark.sql.types import NumericType
 
 #: A wid check raised inside Spark (``raise_error('wid: ...')``): Spark's tag for a user-raised
 #: error, then wid's marker at the start of the message (not ``wid:`` anywhere in a plan dump).
 WID_MESSAGE = re.compile(r"\[USER_RAISED_EXCEPTION\] wid: (.*?)(?: SQLSTATE: \w+)?$", re.MULTILINE)
+#: Errors Spark raises into Python: PySpark's, and Py4J's when a check fails in a subquery of the plan.
+SPARK_ERRORS = (PySparkException, Py4JJavaError)
 #: Progress of long commands (bench, experiment); results go to stdout.
 log = logging.getLogger("wid")
 

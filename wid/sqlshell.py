@@ -15,14 +15,12 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from wid import catalog
 from wid.errors import WidError
 from wid.sql import run_sql
-from wid.console import one_line, table
+from wid.console import SPARK_ERRORS, one_line, table
 
 _DDL = re.compile(r"\s*(CREATE|DROP|ALTER|INSERT|USE|SET|CACHE|UNCACHE|REFRESH|MSCK|TRUNCATE)\b", re.IGNORECASE)
 
@@ -126,6 +124,6 @@ def prompt(spark: SparkSession, lines=sys.stdin) -> int:
                 if statement.lower() in ("quit", "exit"):
                     return 0
                 print(execute(spark, statement, 50))
-        except (WidError, PySparkException, Py4JJavaError) as error:  # Py4J's: a check raised in a subquery
+        except (WidError, *SPARK_ERRORS) as error:
             print(f"wid: {one_line(error)}", file=sys.stderr)
         buffer = ""
