@@ -238,6 +238,77 @@ def test_a_landmark_window_closed_beyond_the_data_is_an_error(spark, tmp_path):
         live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
 
 
+SESSIONS = ("SELECT k, count(*) AS n, sum(v) AS total, avg(d) AS exact, max(x) AS hi FROM {view} "
+            "[SESSION 1.5 WATTR x] GROUP BY k")
+
+
+def session_rows(seed: int = 5, n: int = 90) -> list[tuple]:
+    """Bursts of readings per key (``x`` with decimals, gaps between bursts longer than the
+    session gap), 40 % up to 6 behind arrival, a NULL key among the keys; every 7th element a
+    punctuation on a key or all keys (NULL), 1 behind arrival."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        now = i * 0.7 + 3 * (i // 6)
+        x = round(now - (rnd.uniform(0, 6) if rnd.random() < 0.4 else 0.0), 3)
+        d = Decimal(rnd.randint(-10 ** 14, 10 ** 14)).scaleb(-6)
+        out.append((2 * i, rnd.choice(["a", "b", None]), x, rnd.randint(0, 9), d, float(now), False))
+        if i % 7 == 6:
+            out.append((2 * i, rnd.choice(["a", "b", None]), now - 1.0, None, None, None, True))
+    return out
+
+
+def test_live_sessions_equal_replay(spark, tmp_path):
+    """Sessions form per key as tuples arrive (NULL a key of its own), over three micro-batches,
+    for every kind of generator: results (``session_start``, ``session_end``, ids,
+    ``emit_row``, an exact decimal avg) and late rows, with and without an id, are replay's."""
+    frame = spark.createDataFrame(session_rows(), COLUMNS)
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_se")
+    static = frame.where(F.col(FLAG)).select("row_num", "k", "x")
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))
+    text = SESSIONS.format(view=VIEW + "_se")
+    cases = {"slack": (punctuate.slack(1.5), punctuate.slack(1.5)),
+             "heartbeat": (punctuate.heartbeat(3, 2, clock="arrival"),) * 2,
+             "ordered_by": (punctuate.ordered_by("k"),) * 2,
+             "embedded": (punctuate.embedded(punctuations), punctuate.embedded(static)),
+             "end_only": (None, None)}
+    jobs = {name: live(spark, text, tuples, generator) for name, (generator, _) in cases.items()}
+    for wave in range(0, len(jobs), WAVE):
+        started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in list(jobs)[wave:wave + WAVE]]
+        for query in started:
+            live_run.run(query)
+    lates = {}
+    for name, (_, generator) in cases.items():
+        results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
+        expected = replay(spark, text, punctuation=generator)
+        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+        assert results.where(F.col("n") > 1).count() > 0
+        assert results.where(F.col("emit_row").isNotNull()).count() > 0 or name == "end_only"
+        lates[name] = (late.where(F.col("wid").isNotNull()).count(), late.where(F.col("wid").isNull()).count())
+    assert lates.pop("end_only") == (0, 0) and all(with_id and without for with_id, without in lates.values())
+
+
+def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
+    """A timestamp attribute with microseconds: gaps compared in epoch microseconds,
+    ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form."""
+    rows = [(r, k, x, v, d, arrival) for r, k, x, v, d, arrival, flag in session_rows(seed=17) if not flag]
+    frame = spark.createDataFrame(rows, "row_num long, k string, x double, v long, d decimal(20, 6), arrival double") \
+        .withColumn("ts", F.timestamp_micros((F.col("x") * 1_000_000 + 1_700_000_000_000_000 + 7).cast("long")))
+    frame.createOrReplaceTempView(VIEW + "_st")
+    text = (f"SELECT k, count(*) AS n, min(v) AS lo FROM {VIEW}_st [SESSION 1.5 SECONDS WATTR ts] "
+            "WHERE v <> 3 GROUP BY k")
+    generator = punctuate.slack(1)
+    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), generator)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text, punctuation=generator)
+    assert results.schema["session_end"].dataType.simpleString() == "timestamp"
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    assert late.count() > 0
+
+
 def test_some_generators_have_late_rows(outputs):
     lates = {name: out[0][1].count() for name, out in outputs.items() if name not in ROWS_QUERIES}
     assert lates["slack"] > 0 and lates["embedded_consistent"] > lates["embedded"] > 0 and lates["end_only"] == 0

@@ -82,3 +82,12 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
                 f"CROSS JOIN (SELECT {end} AS {WID_HI} FROM {tagged}) e")
     gaps = f" WHERE {lo} <= {hi}" if spec.gaps else ""
     return f"SELECT *, {lo} AS {WID_LO}, {hi} AS {WID_HI} FROM {tagged}{gaps}"
+
+
+def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
+    """A ROWS window's Bucket before positions are known (live mode counts them in arrival
+    order as tuples come): ``wid_x``, ``wid_lo``, ``wid_hi`` NULL; the attributes checked."""
+    for name in (spec.wattr, *spec.partition):
+        attribute_type(df, name)
+    unknown = F.lit(None).cast("long")
+    return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown})

@@ -21,9 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from decimal import Decimal
+from fractions import Fraction
 
-from pyspark.sql import DataFrame
-from pyspark.sql.types import (DataType, DateType, DecimalType, IntegralType, TimestampNTZType, TimestampType)
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, FloatType, IntegralType, TimestampNTZType,
+                               TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
                                 numeric_value)
@@ -113,3 +116,48 @@ def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     """``tagged`` (session ids in ``wid_lo``) plus each session's ``session_start`` (first ``a``)
     and ``session_end`` (last ``a + g``)."""
     return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column))])
+
+
+def _time_like(dtype: DataType) -> bool:
+    return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
+
+
+def exact_x(spec: Session, dtype: DataType) -> str:
+    """The column of a tuple's exact ``x`` once bucketed: ``wid_x`` (epoch microseconds) for
+    timestamps and dates, else the attribute itself (a long, decimal or double as stored)."""
+    return WID_X if _time_like(dtype) else spec.wattr
+
+
+def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
+    """The gap ``g`` in the units of :func:`exact_x`, exactly: microseconds for timestamps, the
+    nearest double for doubles (as the Bucket's comparison), else as written.
+
+    >>> gap_in_x(Session(0.1, "x"), DoubleType()) == Fraction(0.1)
+    True
+    """
+    if isinstance(dtype, (DoubleType, FloatType)):
+        return Fraction(float(spec.gap))
+    return exact(spec.gap) * (MICROS_PER_SECOND if _time_like(dtype) else 1)
+
+
+def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or
+    NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
+    stateful step as tuples arrive (:mod:`wid.stream.live_sessions`)."""
+    dtype = attribute_type(df, spec.wattr)
+    for name in spec.keys:
+        attribute_type(df, name)
+    x, _ = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
+    unknown = F.lit(None).cast("long")
+    return df.withColumns({WID_X: checked(x, dtype, spec.wattr), WID_LO: unknown, WID_HI: unknown})
+
+
+def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:
+    """``session_start`` and ``session_end`` of a session from its least and largest
+    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them."""
+    if _time_like(dtype):
+        kind = "date" if isinstance(dtype, DateType) else "timestamp_ntz" if isinstance(dtype, TimestampNTZType) \
+            else "timestamp"
+        first, last = F.timestamp_micros(first).cast(kind), F.timestamp_micros(last).cast(kind)
+    _, end = _arithmetic(dtype, spec)
+    return {SESSION_START: first, SESSION_END: end(last)}

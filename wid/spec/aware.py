@@ -6,6 +6,7 @@ key's neighbouring tuples (``[first a, last a + g)``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
@@ -117,6 +118,9 @@ class Session(WindowSpec):
     extent_columns: ClassVar[tuple[str, ...]] = ("session_start", "session_end")
     #: A session ends at ``last a + g``, not on a grid: punctuation bounds stay the stored values.
     floors: ClassVar[bool] = False
+    #: Live mode forms sessions per key in its stateful step (:mod:`wid.stream.live_sessions`).
+    live: ClassVar[bool] = True
+    unfinished: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)
@@ -142,6 +146,29 @@ class Session(WindowSpec):
         from wid.bucket.session import session_bucket
 
         return session_bucket(df, self)
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """``wid_x`` only: live mode forms sessions per key as tuples arrive
+        (:func:`wid.bucket.session.live_bucket`)."""
+        from wid.bucket.session import live_bucket
+
+        return live_bucket(df, self)
+
+    def sessions(self, tagged: DataFrame) -> tuple[Fraction, str]:
+        """The gap and the column of exact ``x`` (:func:`wid.bucket.session.gap_in_x`, :func:`~wid.bucket.session.exact_x`)."""
+        from wid.bucket.columns import attribute_type
+        from wid.bucket.session import exact_x, gap_in_x
+
+        dtype = attribute_type(tagged, self.wattr)
+        return gap_in_x(self, dtype), exact_x(self, dtype)
+
+    def live_extents(self, first: Column, last: Column, tagged: DataFrame) -> dict[str, Column]:
+        """``session_start`` and ``session_end`` from a session's least and largest exact ``x``
+        (:func:`wid.bucket.session.extents_of`)."""
+        from wid.bucket.columns import attribute_type
+        from wid.bucket.session import extents_of
+
+        return extents_of(first, last, attribute_type(tagged, self.wattr), self)
 
     def bucket_sql(self, source: str, df: DataFrame) -> str:
         """The same window functions as SQL (:func:`wid.bucket.session.session_bucket_sql`)."""

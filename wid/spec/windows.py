@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from fractions import Fraction
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -164,8 +165,24 @@ class WindowSpec(ABC):
     def live(self) -> bool:
         """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
         formula of its own value (or, for ROWS windows, of its arrival position, counted as
-        tuples come), an open upper end closed at the end of the stream."""
+        tuples come), an open upper end closed at the end of the stream; or sessions, formed
+        per key as tuples come."""
         return False
+
+    @property
+    def unfinished(self) -> bool:
+        """Live mode's Bucket leaves some ids to its stateful step (:meth:`live_bucket`)."""
+        return self.positional or self.open_end
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket on a stream that has not ended, for an :attr:`unfinished` kind: what the tuple
+        alone gives (see the subclasses)."""
+        raise WidError(f"live mode does not support {type(self).__name__} windows")
+
+    def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
+        """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)
+        when its stateful step forms this kind's windows as sessions per key; None: ranges."""
+        return None
 
 
 class Operational(WindowSpec):
@@ -200,6 +217,13 @@ class ContextFree(WindowSpec):
         from wid.bucket.fcf import bucket
 
         return bucket(df, self)
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """A ROWS window's ids NULL (positions come in live mode's stateful step, as tuples
+        arrive); an open end left open (NULL ``wid_hi``: the end of the stream closes it)."""
+        from wid.bucket.fcf import bucket, unpositioned
+
+        return unpositioned(df, self) if self.positional else bucket(df, self, close_open=False)
 
     def bucket_sql(self, source: str, df: DataFrame) -> str:
         from wid.bucket.fcf import bucket_sql

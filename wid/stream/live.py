@@ -30,6 +30,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -38,8 +39,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, DataType, IntegerType, L
                                StructType)
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
-from wid.bucket.fcf import bucket
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
 from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
@@ -47,6 +47,7 @@ from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
+from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery
 
@@ -90,12 +91,7 @@ class _Unfinished:
         return _Unfinished(self.spec.grouped(keys))
 
     def bucket(self, df: DataFrame) -> DataFrame:
-        if not self.spec.positional:
-            return bucket(df, self.spec, close_open=False).withColumn(KEPT, F.lit(True))
-        for name in (self.spec.wattr, *self.spec.partition):
-            attribute_type(df, name)
-        unknown = F.lit(None).cast("long")
-        return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown, KEPT: F.lit(True)})
+        return self.spec.live_bucket(df).withColumn(KEPT, F.lit(True))
 
     def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
         return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
@@ -108,19 +104,19 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
     parsed = WindowQuery.parse(query_text)
     spec = parse_window(parsed.window)
     if not spec.live:
-        raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute and "
-                       f"ROWS windows in arrival order (WATTR row_num), not {type(spec).__name__} on {spec.wattr!r}")
+        raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
+                       f"ROWS windows in arrival order (WATTR row_num) and sessions, not {type(spec).__name__} on "
+                       f"{spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
     tuples.createOrReplaceTempView(view)
     text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
                   flags=re.IGNORECASE)
-    unfinished = spec.positional or spec.open_end
-    compiled = compile_query(spark, text, _Unfinished(spec) if unfinished else spec)
+    compiled = compile_query(spark, text, _Unfinished(spec) if spec.unfinished else spec)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
-    if unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple
+    if spec.unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple
         guarded = {name: F.when(F.col(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
         compiled = replace(compiled, tagged=compiled.tagged.withColumns(guarded))
     return compiled
@@ -165,14 +161,21 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (None, ""):
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
 
-    tagged, keys = compiled.tagged, list(compiled.keys)
+    tagged = compiled.tagged
+    keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
+    sessions = compiled.spec.sessions(tagged)
+    aggregates = list(compiled.aggregates)
+    if sessions is not None:  # each session's least and largest x: its start and last
+        n = len(aggregates)
+        aggregates += [Aggregate(f"_wid_a{n}", "min", sessions[1]), Aggregate(f"_wid_a{n + 1}", "max", sessions[1])]
     payload = list(tuples.columns)
-    values = [a.arg for a in compiled.aggregates if a.arg is not None]
+    values = [a.arg for a in aggregates if a.arg is not None]
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
-    kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
+    kept = KEPT in tagged.columns  # ROWS and landmark windows, sessions: tuples WHERE drops still count
+    bounds = LongType() if sessions is None else _bound_type(tagged, marks, sessions[1])
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
-               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, LongType()),
+               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, bounds),
                *([StructField(KEPT, BooleanType())] if kept else [])]
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
@@ -195,13 +198,18 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
-    layout = _layout(compiled, marks, payload, punctuation is not None and punctuation.mode == "consistent", on_all,
-                     compiled.spec.tag_positions if positional else None)
+    layout = _layout(compiled, keys, aggregates, marks, payload,
+                     punctuation is not None and punctuation.mode == "consistent", on_all,
+                     compiled.spec.tag_positions if positional else None, sessions, bounds)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     out = packed.groupBy(BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output, "Append", "None")
-    return _views_of(compiled, out, payload, buckets)
+    extents = {}
+    if sessions is not None:
+        first, last = (F.col(name) for name, _ in partial_names(aggregates)[-2:])
+        extents = compiled.spec.live_extents(first, last, tagged)
+    return _views_of(compiled, out, payload, buckets, keys, extents)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -211,26 +219,41 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _layout(compiled: CompiledQuery, marks: Marks, payload: list[str], consistent: bool, on_all: bool,
-            tagger: Tagger | None) -> Layout:
-    """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own."""
-    tagged, keys, aggregates = compiled.tagged, list(compiled.keys), list(compiled.aggregates)
+def _bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
+    """A session bound is a value of ``x``: the type (Spark's common type) that holds ``x``
+    and every bound the punctuations give."""
+    bounds = [F.col(x), *([marks.closed] if marks.closed is not None else [])]
+    if marks.given is not None:
+        bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
+    return tagged.select(F.coalesce(*bounds)).schema[0].dataType
+
+
+def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks, payload: list[str],
+            consistent: bool, on_all: bool, tagger: Tagger | None, sessions: tuple[Fraction, str] | None,
+            bounds: DataType) -> Layout:
+    """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own
+    (sessions: a pane is a key's session, ``wid`` NULL while open)."""
+    tagged = compiled.tagged
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern
     shapes = given.shapes if given is not None else (marks.pattern,)
     types = {f.name: f.dataType for f in tagged.schema.fields}
     partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
         *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
+    parts = partials.schema.fields[len(keys) + 2:]
+    panes = partials.schema if sessions is None else StructType([*_typed(tagged.schema, keys),
+                                                                 StructField(WID, LongType()), *parts])
     output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
-                         StructField(EMIT_ROW, LongType()), *partials.schema.fields[len(keys) + 2:]])
+                         StructField(EMIT_ROW, LongType()), *parts])
     closed = StructType([StructField(SHAPE, IntegerType()), *_typed(tagged.schema, list(pattern)),
-                         StructField(WID_CLOSED, LongType())])
+                         StructField(WID_CLOSED, bounds)])
     bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
     return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
-                  consistent=consistent, pane_schema=partials.schema, closed_schema=closed, output=output,
-                  tagger=tagger, open=compiled.spec.open_end)
+                  consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,
+                  tagger=tagger, open=compiled.spec.open_end, **({} if sessions is None else
+                                                                 {"gap": sessions[0], "x": sessions[1]}))
 
 
 def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
@@ -242,9 +265,11 @@ def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
     return F.expr(text)
 
 
-def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int) -> Live:
-    """``frame``, ``results`` and ``late`` over the processor's output ``out``; an output name
-    that is also a stream column reads the result's column on result rows."""
+def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int, keys: list[str],
+              extents: dict[str, Column]) -> Live:
+    """``frame``, ``results`` and ``late`` over the processor's output ``out`` (grouped by
+    ``keys``; ``extents``: the window's extent columns, sessions' from their partials); an
+    output name that is also a stream column reads the result's column on result rows."""
     is_result = F.col("kind") == "result"
     named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
     same = {name for c, name in compiled.output if c == name}
@@ -255,7 +280,8 @@ def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucke
     for c in [*payload, WID]:
         columns.setdefault(c, F.col(c))
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-    out = out.select("kind", *payload, *[k for k in compiled.keys if k not in payload], WID, EMIT_ROW,
+    out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
+                     *[e.alias(name) for name, e in extents.items()],
                      *[_final(a, i, types.get(a.arg)).alias(a.alias) for i, a in enumerate(compiled.aggregates)])
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:

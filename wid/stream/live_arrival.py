@@ -72,14 +72,15 @@ def check_order(events: pd.DataFrame, last: tuple | None) -> None:
         raise WidError("wid: the end-of-stream marker must be the last element of the stream")
 
 
-def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high: int, shift: int,
+def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high, shift: int,
                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(due, waiting)``: the records among the ``pending`` marks and the batch's tuple marks
     (at ``row_num + shift``) above ``high`` (the largest emitted), due when the stream has
     passed them (or ended); columns ``row_num``, ``wid_closed``."""
     marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
     candidates = stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
-    candidates = candidates.astype("int64")
+    whole = pd.api.types.is_integer_dtype(candidates[CLOSED])  # else doubles or decimals (session bounds on x)
+    candidates = candidates.astype({"row_num": "int64", **({CLOSED: "int64"} if whole else {})})
     candidates = candidates.iloc[np.argsort(candidates["row_num"].to_numpy(), kind="stable")]
     before = np.maximum.accumulate(np.concatenate([[high], candidates[CLOSED].to_numpy()]))[:-1]
     candidates = candidates[candidates[CLOSED].to_numpy() > before]

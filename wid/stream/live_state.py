@@ -31,12 +31,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.types import LongType, NumericType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, NumericType, StructField, StructType
 
 from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
+from wid.stream.live_sessions import advance_sessions
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
 
@@ -102,8 +103,12 @@ class PaneProcessor(StatefulProcessor):
             self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
             self.counts = handle.getListState("counts", self.counts_schema)
         self.closed = handle.getListState("closed", self.layout.closed_schema)
-        self.last = handle.getValueState("last", "row_num long, kind int, high long")
-        self.pending = handle.getListState("pending", PENDING)
+        bound = self.layout.closed_schema[CLOSED].dataType  # a window-id, or a session bound on x
+        self.last = handle.getValueState("last", StructType([StructField("row_num", LongType()),
+                                                            StructField(KIND, IntegerType()),
+                                                            StructField("high", bound)]))
+        self.pending_schema = StructType([PENDING["row_num"], StructField(CLOSED, bound)])
+        self.pending = handle.getListState("pending", self.pending_schema)
         if self.layout.open:
             self.top = handle.getValueState("top", "top long")  # the largest wid_lo so far
 
@@ -115,10 +120,12 @@ class PaneProcessor(StatefulProcessor):
         high = NONE if last is None or last[2] is None else last[2]
         due = events.iloc[0:0][["row_num", CLOSED]]
         if self.layout.on_all:
-            pending = state_frame(self.pending.get(), PENDING)
+            pending = state_frame(self.pending.get(), self.pending_schema)
             due, waiting = on_all_keys(events, pending, high, self.layout.shift, end)
-            self.pending.put(records(waiting, PENDING)) if len(waiting) else self.pending.clear()
-            high = max(high, int(due[CLOSED].max())) if len(due) else high
+            self.pending.put(records(waiting, self.pending_schema)) if len(waiting) else self.pending.clear()
+            if len(due):
+                record = due[CLOSED].max()
+                high = max(high, record.item() if isinstance(record, np.generic) else record)  # as a Python value
         self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
         return due
 
@@ -132,15 +139,20 @@ class PaneProcessor(StatefulProcessor):
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
         if lay.tagger is not None:
             tuples = self._positioned(tuples)
+        if lay.open or lay.gap is not None:
+            tuples = _kept(tuples)
         if lay.open:
-            tuples = _kept(tuples).assign(**{HI: OPEN})
+            tuples = tuples.assign(**{HI: OPEN})
         punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
-        punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]].astype({CLOSED: "int64"})
+        punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]]
+        if lay.gap is None:  # window-ids (a session's bound is a value of x)
+            punctuations = punctuations.astype({CLOSED: "int64"})
         top = self._top(events, punctuations) if lay.open else None
-        results, late, panes, bounds = advance(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
-                                               state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
+        step = advance if lay.gap is None else advance_sessions
+        results, late, panes, bounds = step(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
+                                            state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
         self.panes.put(records(panes, lay.pane_schema)) if len(panes) else self.panes.clear()
         self.closed.put(records(bounds, lay.closed_schema)) if len(bounds) else self.closed.clear()
         yield self._output(results, late)

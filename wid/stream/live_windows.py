@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 from pyspark.sql.types import StructType
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED, WID_X
 from wid.stream.live_arrival import arrival_order, matched, stack
 from wid.stream.live_input import KIND, PUNCTUATION, TUPLE
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
@@ -72,10 +73,9 @@ class Bounds:
         (True, [5])
         """
         c = np.full(len(tuples), NONE)
-        tables = []
         for sid, shape in enumerate(self.shapes):
-            mine, before = self.of(punctuations, shape), stored[stored[SHAPE] == sid]
-            c = np.maximum(c, _lookup(tuples, before, shape))
+            mine = self.of(punctuations, shape)
+            c = np.maximum(c, _lookup(tuples, stored[stored[SHAPE] == sid], shape))
             if len(mine) and len(tuples):
                 both = arrival_order(pd.concat(
                     [tuples[["row_num", *shape]].assign(**{KIND: TUPLE, _RUN: NONE, _AT: tuples.index}),
@@ -85,13 +85,21 @@ class Bounds:
                 at = both[_AT].to_numpy()
                 own = at >= 0
                 c[at[own]] = np.maximum(c[at[own]], run.to_numpy()[own])
-            table = stack([before.drop(columns=SHAPE), mine.drop(columns="row_num")])
+        return c, self.after(punctuations, stored)
+
+    def after(self, punctuations: pd.DataFrame, stored: pd.DataFrame) -> pd.DataFrame:
+        """The bound table ``stored`` after the batch's ``punctuations``: the largest
+        ``wid_closed`` per shape and pattern value."""
+        tables = []
+        for sid, shape in enumerate(self.shapes):
+            table = stack([stored[stored[SHAPE] == sid].drop(columns=SHAPE),
+                           self.of(punctuations, shape).drop(columns="row_num")])
             if len(table):
                 table = (table.groupby(list(self.pattern), dropna=False, sort=False)[CLOSED].max().reset_index()
                          if self.pattern else table[[CLOSED]].max().to_frame().T)
                 tables.append(table.assign(**{SHAPE: sid}))
         table = pd.concat(tables, ignore_index=True) if tables else stored
-        return c, table[[SHAPE, *self.pattern, CLOSED]]
+        return table[[SHAPE, *self.pattern, CLOSED]]
 
     def emit_rows(self, windows: pd.DataFrame, punctuations: pd.DataFrame, keys: list[str]) -> pd.Series:
         """Per window (``keys``, ``wid``): the ``row_num`` of the batch's first punctuation
@@ -134,7 +142,9 @@ class Layout:
     state and output schemas; ``tagger`` (ROWS windows): ids and implied punctuation of arrival
     positions, counted per pattern value (the partition) in ``row_num`` order, the tuples' own
     marks; ``open``: ranges have an open end (landmark windows, ``wid_hi`` NULL), closed at the
-    largest ``wid_lo`` seen."""
+    largest ``wid_lo`` seen; ``gap`` (session windows): tuples form sessions per key with this
+    gap in the units of their exact ``x`` (column ``x``), and the last two partials are the
+    least and largest ``x`` (:mod:`wid.stream.live_sessions`)."""
 
     keys: tuple[str, ...]
     bounds: Bounds
@@ -149,6 +159,8 @@ class Layout:
     output: StructType
     tagger: Tagger | None = None
     open: bool = False
+    gap: Fraction | None = None
+    x: str = WID_X
 
     @property
     def partials(self) -> list[str]:

@@ -1,8 +1,9 @@
 """Replay of session windows: sessions close on punctuation, late tuples name what they touch.
 
-Per key, in arrival order (a punctuation at row r right after tuple r), with ``B`` the running
-max of the key's punctuation bounds (in ``wid_x`` units), ``L`` the allowed lateness (same
-units, default 0) and exact arithmetic:
+Per key, in arrival order (a punctuation at row r right after tuple r), the state machine of
+:class:`wid.stream.sessions.KeySessions`, with ``B`` the running max of the key's punctuation
+bounds (in ``wid_x`` units), ``L`` the allowed lateness (same units, default 0) and exact
+arithmetic:
 
 - a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
 - a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
@@ -25,85 +26,23 @@ The scan is sequential per key (a grouped Arrow pass), as sessions merge in arri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
 
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BooleanType, DoubleType, FloatType, LongType, StructField, StructType
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StructField, StructType
 
 from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
                                 numeric_value)
-from wid.bucket.session import with_extents
+from wid.bucket.session import exact_x, gap_in_x, with_extents
 from wid.spec.numbers import Number, exact
 from wid.stream.punctuation import Generator, Punctuations
+from wid.stream.sessions import KeySessions
 
 _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
-
-
-@dataclass
-class _Session:
-    """A key's session: extent ``[start, last + g)``, its tuples' row_nums, its id and last
-    revision once emitted, ``closed`` while its last emission is current."""
-
-    start: Fraction
-    last: Fraction
-    rows: list[int]
-    wid: int | None = None
-    revision: int = -1
-    closed: bool = False
-
-
-class _Key:
-    """One key's sessions and what the replay emits for it: ``members`` (row, wid, revision,
-    emit_row) per tuple of each emission, ``retired`` (row of the merging tuple, wid, revision,
-    emit_row) and ``touched`` (late row -> ids)."""
-
-    def __init__(self, gap: Fraction, lateness: Fraction) -> None:
-        self.gap, self.lateness, self.bound, self.next_id = gap, lateness, None, 0
-        self.sessions: list[_Session] = []
-        self.members: list[tuple[int, int, int, int | None]] = []
-        self.retired: list[tuple[int, int, int, int | None]] = []
-        self.touched: dict[int, list[int]] = {}
-
-    def _passed(self, end: Fraction) -> bool:
-        return self.bound is not None and end <= self.bound
-
-    def arrive(self, row: int, x: Fraction) -> None:
-        g, late = self.gap, self.lateness
-        near = [s for s in self.sessions if s.start - g < x < s.last + g]
-        if any(s.closed and self._passed(s.last + g + late) for s in near):
-            self.touched[row] = sorted(s.wid for s in near if s.wid is not None)
-            return
-        if not near and self._passed(x + g + late):
-            self.touched[row] = []
-            return
-        self.sessions = [s for s in self.sessions if all(s is not n for n in near)]
-        named = sorted((s for s in near if s.wid is not None), key=lambda s: s.wid)
-        for s in named[1:]:
-            self.retired.append((row, s.wid, s.revision + 1, row))
-        merged = _Session(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
-                          [row, *(r for s in near for r in s.rows)],
-                          named[0].wid if named else None, named[0].revision if named else -1)
-        self.sessions.append(merged)
-        if self._passed(merged.last + g):
-            self._emit(merged, row)
-
-    def _emit(self, session: _Session, row: int | None) -> None:
-        if session.wid is None:
-            session.wid, self.next_id = self.next_id, self.next_id + 1
-        session.revision += 1
-        session.closed = True
-        self.members.extend((r, session.wid, session.revision, row) for r in session.rows)
-
-    def punctuate(self, row: int | None, bound: Fraction | None) -> None:
-        if bound is not None:
-            self.bound = bound if self.bound is None else max(self.bound, bound)
-        done = [s for s in self.sessions if not s.closed and (row is None or self._passed(s.last + self.gap))]
-        for session in sorted(done, key=lambda s: s.start):
-            self._emit(session, row)
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
@@ -116,10 +55,9 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
         tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     dtype = attribute_type(tagged, spec.wattr)
     factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)[1]
-    gap = Fraction(float(spec.gap)) if isinstance(dtype, (DoubleType, FloatType)) else exact(spec.gap) * factor
-    lateness = exact(allowed_lateness) * factor
+    gap, lateness = gap_in_x(spec, dtype), exact(allowed_lateness) * factor
     keys = list(spec.keys)
-    value = F.col(WID_X) if factor != 1 else F.col(spec.wattr)  # exact: micros, longs, decimals, doubles
+    value = F.col(exact_x(spec, dtype))  # exact: micros, longs, decimals, doubles
     tuples = tagged.select("row_num", *keys, F.lit(0).alias(_KIND), value.alias(_VALUE),
                            F.lit(None).cast(punctuations.frame.schema[WID_CLOSED].dataType).alias(WID_CLOSED))
     present = tagged.select(*keys).distinct()
@@ -137,7 +75,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
                          StructField(_RETIRED, BooleanType()), StructField(_TOUCHED, ArrayType(LongType()))])
 
     def scan(pdf: pd.DataFrame) -> pd.DataFrame:
-        state = _Key(gap, lateness)
+        state = KeySessions(gap, lateness)
         pdf = pdf.sort_values(["row_num", _KIND], kind="stable")
         for row, kind, x, bound in zip(pdf["row_num"], pdf[_KIND], pdf[_VALUE], pdf[WID_CLOSED]):
             if kind == 0:

@@ -1,0 +1,148 @@
+"""Live mode's session step without Spark (wid.stream.live_sessions.advance_sessions), over any
+split into micro-batches, against an event-by-event simulation of docs/semantics.md's session
+rules (allowed lateness 0), written here from the text with exact Fractions:
+
+per key ``k`` with bound ``B(k)`` (the running max of the punctuations binding ``k``: its value,
+or NULL for every key), a tuple at ``x`` touches a session ``[start, last + g)`` when
+``start - g < x < last + g``; touching an emitted session it is late once per emitted session
+it touches; touching nothing with ``x + g <= B(k)`` it is late with ``wid`` NULL; else it
+merges with the open sessions it touches. A punctuation emits the open sessions of the keys it
+binds with ``last + g <= B(k)``, in start order, ids counting the key's emitted sessions; the
+end of the stream emits the rest (``emit_row`` NULL). State between batches goes through the
+state store's row format, as in the processor.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+
+from wid.aggregate.range import Aggregate
+from wid.stream.live_sessions import advance_sessions
+from wid.stream.live_state import records, state_frame
+from wid.stream.live_windows import SHAPE, Bounds, Layout
+
+KEYS = ["a", "b", None]
+PANES = StructType([StructField("k", StringType()), StructField("wid", LongType()),
+                    *[StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
+                                                                          DoubleType()])]])
+BOUNDS = StructType([StructField(SHAPE, IntegerType()), StructField("k", StringType()),
+                     StructField("wid_closed", DoubleType())])
+AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"), Aggregate("first", "min", "x"),
+              Aggregate("last", "max", "x"))
+
+x_value = st.integers(-300, 300).map(lambda i: i / 8 + 0.1)  # doubles with decimals, ties, negatives
+value = st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 2)))
+tuple_ = st.tuples(st.just("t"), st.sampled_from(KEYS), x_value, value)
+punctuation = st.tuples(st.just("p"), st.sampled_from(KEYS), x_value)  # None: every key
+stream = st.lists(st.one_of(tuple_, tuple_, tuple_, punctuation), min_size=1, max_size=40)
+cuts = st.lists(st.floats(0, 1), max_size=4)
+gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
+
+
+def layout(gap: float) -> Layout:
+    return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
+                  on_all=False, shift=0, consistent=False, pane_schema=PANES, closed_schema=BOUNDS, output=PANES,
+                  gap=Fraction(gap), x="x")
+
+
+def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
+    """``({(k, wid): (count, sum, first, last, emit_row)}, [(row_num, k, wid)])``."""
+    keyed: dict = {}  # k -> {"bound", "open": [[start, last, [tuples]]], "emitted": [(start, last, wid)]}
+    wildcard, results, late = None, {}, []
+
+    def key(k):
+        return keyed.setdefault(k, {"bound": None, "open": [], "emitted": []})
+
+    def bound(k):
+        found = [b for b in (key(k)["bound"], wildcard) if b is not None]
+        return max(found) if found else None
+
+    def emit(k, session, row):
+        state = key(k)
+        wid = len(state["emitted"])
+        members = session[2]
+        total = [m["v"] for m in members if m["v"] is not None]
+        results[(k, wid)] = (len(members), sum(total) if total else None, min(m["x"] for m in members),
+                             max(m["x"] for m in members), row)
+        state["emitted"].append((session[0], session[1], wid))
+
+    def close(k, row):
+        state, b = key(k), bound(k)
+        done = sorted((s for s in state["open"] if row is None or (b is not None and s[1] + gap <= b)),
+                      key=lambda s: s[0])
+        state["open"] = [s for s in state["open"] if all(s is not d for d in done)]
+        for session in done:
+            emit(k, session, row)
+
+    for e in events:
+        if e["kind"] == 0:
+            state, x, b = key(e["k"]), Fraction(e["x"]), bound(e["k"])
+            touched = [w for s, last, w in state["emitted"] if s - gap < x < last + gap]
+            near = [s for s in state["open"] if s[0] - gap < x < s[1] + gap]
+            if touched:
+                late += [(e["row_num"], e["k"], w) for w in touched]
+            elif not near and b is not None and x + gap <= b:
+                late.append((e["row_num"], e["k"], None))
+            else:
+                state["open"] = [s for s in state["open"] if all(s is not n for n in near)]
+                state["open"].append([min([x, *(s[0] for s in near)]), max([x, *(s[1] for s in near)]),
+                                      [e, *(m for s in near for m in s[2])]])
+        else:
+            b = Fraction(e["x"])
+            if e["k"] is None:
+                wildcard = b if wildcard is None else max(wildcard, b)
+            else:
+                key(e["k"])["bound"] = b if key(e["k"])["bound"] is None else max(key(e["k"])["bound"], b)
+            for k in list(keyed) if e["k"] is None else [e["k"]]:
+                close(k, e["row_num"])
+    for k in list(keyed):
+        close(k, None)
+    return results, late
+
+
+def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, list]:
+    """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's input."""
+    lay = layout(gap)
+    state, bounds = state_frame([], PANES), state_frame([], BOUNDS)
+    got, late = {}, []
+    edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
+    for i, (start, stop) in enumerate(zip(edges, edges[1:])):
+        batch = events[start:stop]
+        tuples = pd.DataFrame([e for e in batch if e["kind"] == 0], columns=["row_num", "k", "x", "v"])
+        marks = pd.DataFrame([{"row_num": e["row_num"], "k": e["k"], "wid_closed": e["x"]}
+                              for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
+        tuples = tuples.astype({"row_num": "Int64", "x": "float64", "v": "float64"})
+        results, gone, state, bounds = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, bounds,
+                                                        lay, end=i == len(edges) - 2)
+        state, bounds = state_frame(records(state, PANES), PANES), state_frame(records(bounds, BOUNDS), BOUNDS)
+        for r in results.to_dict("records"):
+            window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
+            assert window not in got, f"session {window} emitted twice"
+            got[window] = (int(r["_wid_p0"]), None if pd.isna(r["_wid_p1"]) else r["_wid_p1"], r["_wid_p2"],
+                           r["_wid_p3"], None if pd.isna(r["emit_row"]) else int(r["emit_row"]))
+        late += [(int(r["row_num"]), None if pd.isna(r["k"]) else r["k"], None if pd.isna(r["wid"]) else int(r["wid"]))
+                 for r in gone.to_dict("records")]
+    return got, late
+
+
+@settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
+@given(stream, cuts, gaps, st.randoms(use_true_random=False))
+def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, rnd):
+    rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
+    rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
+    events = sorted(({"kind": 0, "row_num": r, "k": d[1], "x": d[2], "v": d[3]} if d[0] == "t" else
+                     {"kind": 2, "row_num": r, "k": d[1], "x": d[2]} for d, r in zip(draws, rows)),
+                    key=lambda e: (e["row_num"], e["kind"]))
+    expected, expected_late = simulate(events, Fraction(gap))
+    got, late = run_live(events, cuts, gap)
+    assert got.keys() == expected.keys()
+    for session, (n, total, first, last, emit_row) in expected.items():
+        assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
+        assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
+    assert sorted(late, key=repr) == sorted(expected_late, key=repr)

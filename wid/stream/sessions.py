@@ -1,0 +1,95 @@
+"""One key's session windows in arrival order: the state machine that session replay
+(:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live_sessions`) run per key.
+
+With ``B`` the running max of the key's punctuation bounds, ``g`` the gap and ``L`` the allowed
+lateness (exact :class:`~fractions.Fraction` s in ``x`` units):
+
+- a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
+- a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
+  with ``last + g + L <= B``;
+- touching a purged session: late, with the ids of every session it touches that has one;
+  touching nothing with ``x + g + L <= B``: late with no id;
+- else it merges with every session it touches (the least id among them stays, the others
+  retire); a merged session with ``last + g <= B`` is emitted at once, the tuple its ``emit_row``;
+- a punctuation emits the open sessions with ``last + g <= B``, in start order; the end of the
+  stream (``punctuate(None, None)``) emits the rest. New ids count the key's emitted sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+
+@dataclass
+class KeySession:
+    """A session: extent ``[start, last + g)``, its ``members`` (tuples, or a live state's
+    partials), its id and last revision once emitted, ``closed`` while its last emission is current."""
+
+    start: Fraction
+    last: Fraction
+    members: list[Hashable] = field(default_factory=list)
+    wid: int | None = None
+    revision: int = -1
+    closed: bool = False
+
+
+class KeySessions:
+    """One key's sessions (module doc) and what they emit: ``members`` (member, wid, revision,
+    emit_row) per member of each emission, ``retired`` (row of the merging tuple, wid, revision,
+    emit_row) and ``touched`` (late row -> ids).
+
+    >>> key = KeySessions(Fraction(2))
+    >>> key.arrive(0, Fraction(1)); key.arrive(1, Fraction(2)); key.punctuate(2, Fraction(5))
+    >>> key.arrive(3, Fraction(3)); key.members, key.touched
+    ([(1, 0, 0, 2), (0, 0, 0, 2)], {3: [0]})
+    """
+
+    def __init__(self, gap: Fraction, lateness: Fraction = Fraction(0), bound: Fraction | None = None,
+                 sessions: list[KeySession] | None = None, next_id: int = 0) -> None:
+        self.gap, self.lateness, self.bound, self.next_id = gap, lateness, bound, next_id
+        self.sessions: list[KeySession] = sessions or []
+        self.members: list[tuple[Hashable, int, int, int | None]] = []
+        self.retired: list[tuple[int, int, int, int | None]] = []
+        self.touched: dict[int, list[int]] = {}
+
+    def _passed(self, end: Fraction) -> bool:
+        return self.bound is not None and end <= self.bound
+
+    def arrive(self, row: int, x: Fraction, member: Hashable | None = None) -> None:
+        """The tuple of ``row_num`` ``row`` at ``x`` arrives (``member``: what it adds to a
+        session, the row itself by default)."""
+        g, late = self.gap, self.lateness
+        near = [s for s in self.sessions if s.start - g < x < s.last + g]
+        if any(s.closed and self._passed(s.last + g + late) for s in near):
+            self.touched[row] = sorted(s.wid for s in near if s.wid is not None)
+            return
+        if not near and self._passed(x + g + late):
+            self.touched[row] = []
+            return
+        self.sessions = [s for s in self.sessions if all(s is not n for n in near)]
+        named = sorted((s for s in near if s.wid is not None), key=lambda s: s.wid)
+        for s in named[1:]:
+            self.retired.append((row, s.wid, s.revision + 1, row))
+        merged = KeySession(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
+                            [row if member is None else member, *(m for s in near for m in s.members)],
+                            named[0].wid if named else None, named[0].revision if named else -1)
+        self.sessions.append(merged)
+        if self._passed(merged.last + g):
+            self._emit(merged, row)
+
+    def _emit(self, session: KeySession, row: int | None) -> None:
+        if session.wid is None:
+            session.wid, self.next_id = self.next_id, self.next_id + 1
+        session.revision += 1
+        session.closed = True
+        self.members.extend((m, session.wid, session.revision, row) for m in session.members)
+
+    def punctuate(self, row: int | None, bound: Fraction | None) -> None:
+        """A punctuation at ``row`` raises the bound to ``bound``; ``(None, None)``: the end of the stream."""
+        if bound is not None:
+            self.bound = bound if self.bound is None else max(self.bound, bound)
+        done = [s for s in self.sessions if not s.closed and (row is None or self._passed(s.last + self.gap))]
+        for session in sorted(done, key=lambda s: s.start):
+            self._emit(session, row)
