@@ -22,6 +22,9 @@ PUBLIC = {
     "wid.stream.live_input": [],
     "wid.stream.live_arrival": ["positions", "arrival_order"],
     "wid.stream.live_windows": ["advance"],
+    "wid.stream.live_sessions": ["advance_sessions"],
+    "wid.stream.sessions": ["KeySessions"],
+    "wid.bucket.session": ["gap_in_x"],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }

@@ -23,31 +23,36 @@ from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
-from wid.stream.live_sessions import advance_sessions
+from wid.stream.live_arrival import COUNT
+from wid.stream.live_sessions import SessionState, advance_sessions
 from wid.stream.live_state import records, state_frame
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 
 KEYS = ["a", "b", None]
-PANES = StructType([StructField("k", StringType()), StructField("wid", LongType()),
-                    *[StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
-                                                                          DoubleType()])]])
+KEY = StructField("k", StringType())
+OPEN = StructType([KEY, *[StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
+                                                                                DoubleType()])]])
+COUNTS = StructType([KEY, StructField(COUNT, LongType())])
+EMITTED = StructType([KEY, StructField("wid", LongType()), StructField("_wid_p2", DoubleType()),
+                      StructField("_wid_p3", DoubleType())])
 BOUNDS = StructType([StructField(SHAPE, IntegerType()), StructField("k", StringType()),
                      StructField("wid_closed", DoubleType())])
 AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"), Aggregate("first", "min", "x"),
               Aggregate("last", "max", "x"))
 
-x_value = st.integers(-300, 300).map(lambda i: i / 8 + 0.1)  # doubles with decimals, ties, negatives
+delay = st.one_of(st.just(0), st.integers(0, 60).map(lambda i: i / 8))  # behind arrival: disorder, ties
 value = st.one_of(st.none(), st.floats(-1e3, 1e3, allow_nan=False).map(lambda v: round(v, 2)))
-tuple_ = st.tuples(st.just("t"), st.sampled_from(KEYS), x_value, value)
-punctuation = st.tuples(st.just("p"), st.sampled_from(KEYS), x_value)  # None: every key
+tuple_ = st.tuples(st.just("t"), st.sampled_from(KEYS), delay, value)
+punctuation = st.tuples(st.just("p"), st.sampled_from(KEYS), delay)  # None: every key
 stream = st.lists(st.one_of(tuple_, tuple_, tuple_, punctuation), min_size=1, max_size=40)
-cuts = st.lists(st.floats(0, 1), max_size=4)
+pace = st.sampled_from([0.3, 0.7, 1.1])  # x per element at arrival (x = i * pace - 3.7 - delay)
+cuts = st.lists(st.floats(0, 1), min_size=1, max_size=5)  # where to split, as fractions of the stream
 gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
 
 
 def layout(gap: float) -> Layout:
     return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
-                  on_all=False, shift=0, consistent=False, pane_schema=PANES, closed_schema=BOUNDS, output=PANES,
+                  on_all=False, shift=0, consistent=False, pane_schema=OPEN, closed_schema=BOUNDS, output=OPEN,
                   gap=Fraction(gap), x="x")
 
 
@@ -107,9 +112,11 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
 
 
 def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, list]:
-    """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's input."""
+    """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's
+    input; each part of the state through the state store's row format between batches, the
+    emitted sessions appended."""
     lay = layout(gap)
-    state, bounds = state_frame([], PANES), state_frame([], BOUNDS)
+    opened, counts, emitted, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, EMITTED, BOUNDS))
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
     for i, (start, stop) in enumerate(zip(edges, edges[1:])):
@@ -118,9 +125,12 @@ def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, l
         marks = pd.DataFrame([{"row_num": e["row_num"], "k": e["k"], "wid_closed": e["x"]}
                               for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
         tuples = tuples.astype({"row_num": "Int64", "x": "float64", "v": "float64"})
-        results, gone, state, bounds = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, bounds,
-                                                        lay, end=i == len(edges) - 2)
-        state, bounds = state_frame(records(state, PANES), PANES), state_frame(records(bounds, BOUNDS), BOUNDS)
+        state = SessionState(opened, counts, lambda: emitted, bounds)
+        results, gone, after, added = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
+                                                       end=i == len(edges) - 2)
+        opened, counts, bounds = (state_frame(records(frame, schema), schema) for frame, schema in
+                                  ((after.opened, OPEN), (after.counts, COUNTS), (after.bounds, BOUNDS)))
+        emitted = state_frame(records(emitted, EMITTED) + records(added, EMITTED), EMITTED)
         for r in results.to_dict("records"):
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
             assert window not in got, f"session {window} emitted twice"
@@ -132,12 +142,13 @@ def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, l
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, cuts, gaps, st.randoms(use_true_random=False))
-def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, rnd):
+@given(stream, cuts, gaps, pace, st.randoms(use_true_random=False))
+def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, rnd):
     rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
-    events = sorted(({"kind": 0, "row_num": r, "k": d[1], "x": d[2], "v": d[3]} if d[0] == "t" else
-                     {"kind": 2, "row_num": r, "k": d[1], "x": d[2]} for d, r in zip(draws, rows)),
+    xs = [round(i * step - 3.7 - d[2], 6) for i, d in enumerate(draws)]  # negative values too
+    events = sorted(({"kind": 0, "row_num": r, "k": d[1], "x": x, "v": d[3]} if d[0] == "t" else
+                     {"kind": 2, "row_num": r, "k": d[1], "x": x} for d, r, x in zip(draws, rows, xs)),
                     key=lambda e: (e["row_num"], e["kind"]))
     expected, expected_late = simulate(events, Fraction(gap))
     got, late = run_live(events, cuts, gap)
@@ -146,3 +157,18 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
         assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
         assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
     assert sorted(late, key=repr) == sorted(expected_late, key=repr)
+
+
+def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():
+    """The emitted sessions are read back from the state only for a tuple below its key's bound
+    (here 2.7): 2.5 touches ``[1.1, 2.6)`` from above (2.5 + g > 2.7: not late by itself), 0.5
+    from below; key b has no bound."""
+    def element(row, k, x, v=None):
+        return {"kind": 0 if v is not None else 2, "row_num": row, "k": k, "x": x, "v": v}
+
+    events = [element(0, "a", 1.1, 1.0), element(1, "a", 1.6, 2.0), element(2, "a", 2.7), element(3, "a", 2.5, 4.0),
+              element(4, "a", 0.5, 8.0), element(5, "b", 1.9, 16.0)]
+    got, late = run_live(events, [0.5, 0.7], 1.0)  # batches: rows 0-2, row 3, rows 4-5
+    assert late == [(3, "a", 0), (4, "a", 0)]
+    assert got == {("a", 0): (2, 3.0, 1.1, 1.6, 2), ("b", 0): (1, 16.0, 1.9, 1.9, None)}
+    assert (got, late) == simulate(events, Fraction(1))

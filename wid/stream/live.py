@@ -45,7 +45,7 @@ from wid.query import CompiledQuery, compile_query, resolved
 from wid.spec.clause import parse_window
 from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
-from wid.stream.live_state import KEPT, PaneProcessor
+from wid.stream.live_state import KEPT, PaneProcessor, SessionProcessor
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
@@ -204,7 +204,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
-    out = packed.groupBy(BUCKET).transformWithStateInPandas(PaneProcessor(layout), layout.output, "Append", "None")
+    processor = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
+    out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if sessions is not None:
         first, last = (F.col(name) for name, _ in partial_names(aggregates)[-2:])
@@ -232,7 +233,7 @@ def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate
             consistent: bool, on_all: bool, tagger: Tagger | None, sessions: tuple[Fraction, str] | None,
             bounds: DataType) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own
-    (sessions: a pane is a key's session, ``wid`` NULL while open)."""
+    (sessions: a pane is a key's open session)."""
     tagged = compiled.tagged
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern
@@ -241,8 +242,7 @@ def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate
     partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
         *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
     parts = partials.schema.fields[len(keys) + 2:]
-    panes = partials.schema if sessions is None else StructType([*_typed(tagged.schema, keys),
-                                                                 StructField(WID, LongType()), *parts])
+    panes = partials.schema if sessions is None else StructType([*_typed(tagged.schema, keys), *parts])
     output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
                          StructField(EMIT_ROW, LongType()), *parts])

@@ -104,9 +104,16 @@ def positions(tuples: pd.DataFrame, counted: pd.DataFrame, pattern: list[str]) -
         raise WidError(f"wid: duplicate row_num={int(tuples.loc[repeated, 'row_num'].iloc[0])}: "
                        "arrival order needs a unique row_num")
     if not pattern:
-        base = int(counted[COUNT].sum())
-        return base + np.arange(len(tuples), dtype="int64"), pd.DataFrame({COUNT: [base + len(tuples)]})
+        return int(counted[COUNT].sum()) + np.arange(len(tuples), dtype="int64"), tally(counted, tuples, pattern)
     base = matched(tuples, counted, pattern, COUNT).astype("float64").fillna(0).to_numpy("int64")
     rank = tuples.groupby(pattern, dropna=False, sort=False).cumcount().to_numpy("int64")
-    grown = stack([counted, tuples[pattern].assign(**{COUNT: 1})])
-    return base + rank, grown.groupby(pattern, dropna=False, sort=False)[COUNT].sum().reset_index()
+    return base + rank, tally(counted, tuples, pattern)
+
+
+def tally(counted: pd.DataFrame, rows: pd.DataFrame, pattern: list[str]) -> pd.DataFrame:
+    """``counted`` (``pattern`` columns, ``_wid_count``) plus one per row of ``rows`` for its
+    ``pattern`` values (NULL a value of its own; one count when ``pattern`` is empty)."""
+    if not pattern:
+        return pd.DataFrame({COUNT: [int(counted[COUNT].sum()) + len(rows)]})
+    grown = stack([counted, rows[pattern].assign(**{COUNT: 1})])
+    return grown.groupby(pattern, dropna=False, sort=False)[COUNT].sum().reset_index()

@@ -4,26 +4,43 @@ windows, per bucket and micro-batch: each key's sessions
 and punctuations in arrival order.
 
 The state holds, per key, the *open* sessions with their partials (:mod:`wid.stream.panes`;
-the last two are the least and largest ``x``: the session's start and last) and the *emitted*
-ones as ``(wid, start, last)``: a late tuple names the ids of the emitted sessions it touches,
-and a key's next id counts them. Nothing per tuple is kept.
+the last two are the least and largest ``x``: the session's start and last), the count of its
+emitted sessions (its next id) and, appended as they are emitted, the *emitted* sessions as
+``(wid, start, last)``: a late tuple names the ids of the emitted sessions it touches. Those
+are read only in a batch with a tuple below its key's bound (the only tuples that can touch
+one). Nothing per tuple is kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
-from wid.stream.live_arrival import matched, stack
+from wid.stream.live_arrival import COUNT, matched, stack, tally
 from wid.stream.live_input import KIND, PUNCTUATION, TUPLE
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
 from wid.stream.sessions import KeySession, KeySessions
 
 _KEY, _MEMBER, _GROUP = "_wid_key", "_wid_member", "_wid_group"
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A bucket's sessions between micro-batches: ``opened`` (keys, partials: a row per open
+    session), ``counts`` (keys, ``_wid_count``: the key's emitted sessions, its next id),
+    ``emitted`` (reads keys, ``wid`` and the partials start and last of every emitted session:
+    called only when a tuple may touch one) and the bound table ``bounds``."""
+
+    opened: pd.DataFrame
+    counts: pd.DataFrame
+    emitted: Callable[[], pd.DataFrame]
+    bounds: pd.DataFrame
 
 
 def _joined(left: pd.DataFrame, right: pd.DataFrame, on: list[str]) -> pd.DataFrame:
@@ -56,22 +73,33 @@ def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) 
     return best
 
 
-def _scans(present: pd.DataFrame, opened: pd.DataFrame, emitted: pd.DataFrame, bounds: pd.DataFrame,
+def _scans(present: pd.DataFrame, tuples: pd.DataFrame, state: SessionState,
            layout: Layout) -> list[KeySessions]:
-    """Per key of ``present``, its sessions from the state: the emitted ones (closed, for the
-    late tuples that touch them; their count is the next id) and the open ones (member ``i``:
-    the partials of ``opened``'s row ``i``), and its bound ``B``."""
-    keys, (first, last) = list(layout.keys), layout.partials[-2:]
-    known = emitted.assign(**{_KEY: _keyed(emitted, present, keys)})
-    known = known[known[_KEY].to_numpy() >= 0]
+    """Per key of ``present``: its bound ``B``, next id and sessions from the state: the open
+    ones (member ``i``: the partials of ``state.opened``'s row ``i``) and, read only for keys
+    with a tuple below ``B`` (the only ones that can touch a session emitted before), the
+    emitted ones such a tuple may touch (``last + g > x``)."""
+    keys, (first, last), gap = list(layout.keys), layout.partials[-2:], layout.gap
+    before = _bounds_before(present, state.bounds, layout)
+    lowest: dict[int, Fraction] = {}
+    for k, x in zip(_keyed(tuples, present, keys).tolist(), tuples[layout.x].tolist()):
+        if before[k] is not None and Fraction(x) < before[k]:
+            lowest[k] = min(lowest.get(k, Fraction(x)), Fraction(x))
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
-    for k, w, s, e in zip(known[_KEY].tolist(), known[WID].tolist(), known[first].tolist(), known[last].tolist()):
-        sessions[k].append(KeySession(Fraction(s), Fraction(e), wid=int(w), revision=0, closed=True))
-    for i, (k, s, e) in enumerate(zip(_keyed(opened, present, keys).tolist(), opened[first].tolist(),
-                                      opened[last].tolist())):
+    if lowest:
+        emitted = state.emitted()
+        for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
+                              emitted[first].tolist(), emitted[last].tolist()):
+            if k in lowest and Fraction(e) + gap > lowest[k]:
+                sessions[k].append(KeySession(Fraction(s), Fraction(e), wid=int(w), revision=0, closed=True))
+    for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
+                                      state.opened[last].tolist())):
         sessions[k].append(KeySession(Fraction(s), Fraction(e), [i]))
-    return [KeySessions(layout.gap, bound=b, sessions=s, next_id=sum(x.closed for x in s))
-            for b, s in zip(_bounds_before(present, bounds, layout), sessions)]
+    if keys:
+        counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
+    else:
+        counts = [int(state.counts[COUNT].sum())] * len(present)
+    return [KeySessions(gap, bound=b, sessions=s, next_id=n) for b, s, n in zip(before, sessions, counts)]
 
 
 def _events(tuples: pd.DataFrame, punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> pd.DataFrame:
@@ -90,43 +118,42 @@ def _events(tuples: pd.DataFrame, punctuations: pd.DataFrame, present: pd.DataFr
     return events.iloc[order]
 
 
-def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: pd.DataFrame, bounds: pd.DataFrame,
-                     layout: Layout, end: bool = False,
-                     top: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Steps 3 and 4 for sessions, as :func:`wid.stream.live_windows.advance` (``top`` unused):
-    ``(results, late, state, bounds)``. In: the batch's ``tuples`` (keys, ``layout.x``, values,
-    payload) and ``punctuations`` (``row_num``, pattern columns, ``wid_closed`` in ``x`` units),
-    each in arrival order; the state before it (keys, ``wid``: NULL for an open session,
-    partials) and the bound table. Per key, in arrival order, each tuple arrives and each
-    punctuation binding the key raises its bound ``B`` (:class:`KeySessions`, gap
-    ``layout.gap``); the end of the stream emits the open sessions. Out: the emitted sessions
-    (keys, ``wid``, partials, ``emit_row``), the late rows (payload, ``wid``: one per emitted
-    session the tuple touches, NULL if none) and the state after.
+def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionState, layout: Layout,
+                     end: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, SessionState, pd.DataFrame]:
+    """Steps 3 and 4 for sessions: ``(results, late, state, added)``. In: the batch's ``tuples``
+    (keys, ``layout.x``, values, payload) and ``punctuations`` (``row_num``, pattern columns,
+    ``wid_closed`` in ``x`` units), each in arrival order, and the state before it. Per key, in
+    arrival order, each tuple arrives and each punctuation binding the key raises its bound
+    ``B`` (:class:`KeySessions`, gap ``layout.gap``); the end of the stream emits the open
+    sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``), the late rows
+    (payload, ``wid``: one per emitted session the tuple touches, NULL if none), the state
+    after (its ``emitted`` not read) and the sessions to add to ``emitted``.
 
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
     >>> from wid.aggregate.range import Aggregate
     >>> from wid.stream.live_windows import Bounds
-    >>> panes = StructType([StructField("k", StringType()), StructField("wid", LongType()),
-    ...                     *[StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType()])]])
+    >>> types = [StringType(), LongType(), DoubleType(), DoubleType()]
+    >>> panes = StructType([StructField(n, t) for n, t in zip(["k", "_wid_p0", "_wid_p1", "_wid_p2"], types)])
     >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "x"),
     ...                 (Aggregate("n", "count"), Aggregate("s", "min", "x"), Aggregate("e", "max", "x")),
     ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
     ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
     >>> tuples = pd.DataFrame({"row_num": [0, 1, 3], "k": ["a", "a", "a"], "x": [1.0, 2.5, 3.0]})
     >>> marks = pd.DataFrame({"row_num": [2], "k": ["a"], "wid_closed": [5.0]})
-    >>> state = pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=[SHAPE, "k", "wid_closed"])
-    >>> results, late, after, _ = advance_sessions(tuples, marks, *state, layout)
+    >>> empty = SessionState(pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=["k", COUNT]),
+    ...                      lambda: None, pd.DataFrame(columns=[SHAPE, "k", "wid_closed"]))
+    >>> results, late, after, added = advance_sessions(tuples, marks, empty, layout)
     >>> results[["k", "wid", "_wid_p0", "_wid_p1", "_wid_p2", "emit_row"]].values.tolist(), late.values.tolist()
     ([['a', 0, 2, 1.0, 2.5, 2]], [[3, 3.0, 0]])
+    >>> added.values.tolist(), after.counts.values.tolist(), len(after.opened)
+    ([['a', 0, 1.0, 2.5]], [['a', 1]], 0)
     """
     keys, names = list(layout.keys), layout.partials
-    tuples = tuples.reset_index(drop=True)
-    emitted = state[state[WID].notna()]
-    opened = state[state[WID].isna()].reset_index(drop=True)
+    tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
     present = stack([opened[keys], tuples[keys]]).drop_duplicates(ignore_index=True) if keys else pd.DataFrame(
         index=range(1 if len(opened) or len(tuples) else 0))  # the keys in play: open sessions, the batch's tuples
     present = present.assign(**{_KEY: np.arange(len(present))})
-    scans = _scans(present, opened, emitted, bounds, layout)
+    scans = _scans(present, tuples, replace(state, opened=opened), layout)
     xs, events = tuples[layout.x].tolist(), _events(tuples, punctuations, present, layout)
     for k, row, kind, j, bound in zip(events[_KEY].tolist(), events["row_num"].tolist(), events[KIND].tolist(),
                                       events[_MEMBER].tolist(), events[CLOSED].tolist()):
@@ -140,11 +167,9 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: pd
     parts = stack([opened[[*keys, *names]], pd.concat(
         [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
     results = _emitted(scans, parts, layout)
-    still = _open(scans, parts, layout)
-    still[WID] = pd.array([None] * len(still), dtype="Int64")
-    state = stack([emitted, results[[*keys, WID, *names[-2:]]], still])  # emitted: id, start and last
-    state = state.reindex(columns=[*keys, WID, *names])
-    return results, _late(scans, tuples, layout), state, layout.bounds.after(punctuations, bounds)
+    after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys), state.emitted,
+                         layout.bounds.after(punctuations, state.bounds))
+    return results, _late(scans, tuples, layout), after, results[[*keys, WID, *names[-2:]]]
 
 
 def _emitted(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:

@@ -6,7 +6,8 @@ tuple, 2 punctuation, 3 end of stream), keys, ``wid_lo``/``wid_hi``, values and
 ``wid_closed``, never the window spec. Its state, per bucket: the panes (partials) of its
 keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, the marks
 on all keys not due yet, for ROWS windows the tuples counted per partition, for landmark
-windows the largest ``wid_lo``; nothing per tuple. Arrival order: :mod:`wid.stream.live_arrival`.
+windows the largest ``wid_lo``; for sessions :class:`SessionProcessor`'s; nothing per tuple.
+Arrival order: :mod:`wid.stream.live_arrival`.
 
 Per micro-batch:
 
@@ -33,11 +34,11 @@ import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
 from pyspark.sql.types import IntegerType, LongType, NumericType, StructField, StructType
 
-from wid.bucket.columns import WID_CLOSED as CLOSED
+from wid.bucket.columns import WID, WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
-from wid.stream.live_sessions import advance_sessions
+from wid.stream.live_sessions import SessionState, advance_sessions
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
 
@@ -139,23 +140,26 @@ class PaneProcessor(StatefulProcessor):
         tuples = events[events[KIND] == TUPLE].reset_index(drop=True)
         if lay.tagger is not None:
             tuples = self._positioned(tuples)
-        if lay.open or lay.gap is not None:
-            tuples = _kept(tuples)
         if lay.open:
-            tuples = tuples.assign(**{HI: OPEN})
+            tuples = _kept(tuples).assign(**{HI: OPEN})
         punctuations = stack([events[events[KIND] == PUNCTUATION], on_all.assign(**{KIND: PUNCTUATION})])
         if lay.own:
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]]
-        if lay.gap is None:  # window-ids (a session's bound is a value of x)
-            punctuations = punctuations.astype({CLOSED: "int64"})
+        yield self._output(*self._advance(events, tuples, punctuations, end))
+
+    def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
+                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Steps 3 and 4 (:func:`wid.stream.live_windows.advance`; state: the panes, the bound
+        table): ``(results, late)``."""
+        lay = self.layout
+        punctuations = punctuations.astype({CLOSED: "int64"})
         top = self._top(events, punctuations) if lay.open else None
-        step = advance if lay.gap is None else advance_sessions
-        results, late, panes, bounds = step(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
-                                            state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
+        results, late, panes, bounds = advance(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
+                                               state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
         self.panes.put(records(panes, lay.pane_schema)) if len(panes) else self.panes.clear()
         self.closed.put(records(bounds, lay.closed_schema)) if len(bounds) else self.closed.clear()
-        yield self._output(results, late)
+        return results, late
 
     def _top(self, events: pd.DataFrame, punctuations: pd.DataFrame) -> int:
         """Open ranges (landmark windows): the largest ``wid_lo`` of the stream so far, over the
@@ -204,3 +208,34 @@ class PaneProcessor(StatefulProcessor):
 
     def close(self) -> None:
         """Nothing to release: the state lives in the state store."""
+
+
+class SessionProcessor(PaneProcessor):
+    """:class:`PaneProcessor` for session windows (``layout.gap``): steps 3 and 4 by
+    :func:`wid.stream.live_sessions.advance_sessions`; state ``panes``: the open sessions
+    (keys, partials), ``counts``: the emitted sessions per key, ``emitted``: their ids, starts
+    and lasts, appended as they are emitted and read only when a tuple may touch one."""
+
+    def init(self, handle: StatefulProcessorHandle) -> None:
+        super().init(handle)
+        keys = self.layout.pane_schema.fields[:len(self.layout.keys)]
+        self.counts_schema = StructType([*keys, StructField(COUNT, LongType())])
+        self.counts = handle.getListState("counts", self.counts_schema)
+        self.emitted_schema = StructType([*keys, StructField(WID, LongType()), *self.layout.pane_schema.fields[-2:]])
+        self.emitted = handle.getListState("emitted", self.emitted_schema)
+
+    def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
+                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        lay = self.layout
+        state = SessionState(state_frame(self.panes.get(), lay.pane_schema),
+                             state_frame(self.counts.get(), self.counts_schema),
+                             lambda: state_frame(self.emitted.get(), self.emitted_schema),
+                             state_frame(self.closed.get(), lay.closed_schema))
+        results, late, after, added = advance_sessions(_kept(tuples), punctuations, state, lay, end)
+        for variable, frame, schema in ((self.panes, after.opened, lay.pane_schema),
+                                        (self.counts, after.counts, self.counts_schema),
+                                        (self.closed, after.bounds, lay.closed_schema)):
+            variable.put(records(frame, schema)) if len(frame) else variable.clear()
+        if len(added):
+            self.emitted.appendList(records(added, self.emitted_schema))
+        return results, late
