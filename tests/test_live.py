@@ -274,7 +274,8 @@ def test_live_sessions_equal_replay(spark, tmp_path):
              "end_only": (None, None)}
     jobs = {name: live(spark, text, tuples, generator) for name, (generator, _) in cases.items()}
     for wave in range(0, len(jobs), WAVE):
-        started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in list(jobs)[wave:wave + WAVE]]
+        names = list(jobs)[wave:wave + WAVE]
+        started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in names]
         for query in started:
             live_run.run(query)
     lates = {}

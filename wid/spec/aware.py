@@ -155,7 +155,8 @@ class Session(WindowSpec):
         return live_bucket(df, self)
 
     def sessions(self, tagged: DataFrame) -> tuple[Fraction, str]:
-        """The gap and the column of exact ``x`` (:func:`wid.bucket.session.gap_in_x`, :func:`~wid.bucket.session.exact_x`)."""
+        """The gap and the column of exact ``x`` (:func:`wid.bucket.session.gap_in_x`,
+        :func:`~wid.bucket.session.exact_x`)."""
         from wid.bucket.columns import attribute_type
         from wid.bucket.session import exact_x, gap_in_x
 
