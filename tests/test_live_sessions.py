@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import COUNT
@@ -29,14 +29,20 @@ from wid.stream.live_state import records, state_frame
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 
 KEYS = ["a", "b", None]
-KEY = StructField("k", StringType())
-OPEN = StructType([KEY, *[StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
-                                                                                DoubleType()])]])
-COUNTS = StructType([KEY, StructField(COUNT, LongType())])
-EMITTED = StructType([KEY, StructField("wid", LongType()), StructField("_wid_p2", DoubleType()),
-                      StructField("_wid_p3", DoubleType())])
-BOUNDS = StructType([StructField(SHAPE, IntegerType()), StructField("k", StringType()),
-                     StructField("wid_closed", DoubleType())])
+DOUBLE_KEYS = {"a": 1.5, "b": -2.25, None: None}  # a NULL double key reads back from state as None, not NaN
+
+
+def schemas(key: DataType) -> tuple[StructType, StructType, StructType, StructType]:
+    """The processor's state schemas, key ``k`` of type ``key``: open sessions (count, sum, least
+    and largest x), counts of emitted sessions, emitted sessions, bound table."""
+    k = StructField("k", key)
+    partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
+                                                                     DoubleType()])]
+    return (StructType([k, *partials]), StructType([k, StructField(COUNT, LongType())]),
+            StructType([k, StructField("wid", LongType()), *partials[2:]]),
+            StructType([StructField(SHAPE, IntegerType()), k, StructField("wid_closed", DoubleType())]))
+
+
 AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"), Aggregate("first", "min", "x"),
               Aggregate("last", "max", "x"))
 
@@ -50,9 +56,10 @@ cuts = st.lists(st.floats(0, 1), min_size=1, max_size=5)  # where to split, as f
 gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
 
 
-def layout(gap: float) -> Layout:
+def layout(gap: float, key: DataType) -> Layout:
+    opened, _, _, bounds = schemas(key)
     return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
-                  on_all=False, shift=0, consistent=False, pane_schema=OPEN, closed_schema=BOUNDS, output=OPEN,
+                  on_all=False, shift=0, consistent=False, pane_schema=opened, closed_schema=bounds, output=opened,
                   gap=Fraction(gap), x="x")
 
 
@@ -111,11 +118,13 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     return results, late
 
 
-def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, list]:
+def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int] | None = None,
+             key: DataType = StringType()) -> tuple[dict, list]:
     """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's
     input; each part of the state through the state store's row format between batches, the
-    emitted sessions appended."""
-    lay = layout(gap)
+    emitted sessions appended (``reads``: the batches that read them back)."""
+    lay = layout(gap, key)
+    OPEN, COUNTS, EMITTED, BOUNDS = schemas(key)
     opened, counts, emitted, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, EMITTED, BOUNDS))
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
@@ -124,8 +133,14 @@ def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, l
         tuples = pd.DataFrame([e for e in batch if e["kind"] == 0], columns=["row_num", "k", "x", "v"])
         marks = pd.DataFrame([{"row_num": e["row_num"], "k": e["k"], "wid_closed": e["x"]}
                               for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
-        tuples = tuples.astype({"row_num": "Int64", "x": "float64", "v": "float64"})
-        state = SessionState(opened, counts, lambda: emitted, bounds)
+        tuples = tuples.astype({"row_num": "Int64", "x": "float64", "v": "float64",
+                                **({"k": "float64"} if isinstance(key, DoubleType) else {})})  # as from Arrow
+        def read(batch: int = i) -> pd.DataFrame:
+            if reads is not None:
+                reads.append(batch)
+            return emitted
+
+        state = SessionState(opened, counts, read, bounds)
         results, gone, after, added = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
                                                        end=i == len(edges) - 2)
         opened, counts, bounds = (state_frame(records(frame, schema), schema) for frame, schema in
@@ -142,8 +157,10 @@ def run_live(events: list[dict], cuts: list[float], gap: float) -> tuple[dict, l
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, cuts, gaps, pace, st.randoms(use_true_random=False))
-def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, rnd):
+@given(stream, cuts, gaps, pace, st.booleans(), st.randoms(use_true_random=False))
+def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, doubles, rnd):
+    if doubles:  # double keys: a NULL one is NaN in a batch's frame, None once read back from state
+        draws = [(d[0], DOUBLE_KEYS[d[1]], *d[2:]) for d in draws]
     rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
     xs = [round(i * step - 3.7 - d[2], 6) for i, d in enumerate(draws)]  # negative values too
@@ -151,7 +168,7 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
                      {"kind": 2, "row_num": r, "k": d[1], "x": x} for d, r, x in zip(draws, rows, xs)),
                     key=lambda e: (e["row_num"], e["kind"]))
     expected, expected_late = simulate(events, Fraction(gap))
-    got, late = run_live(events, cuts, gap)
+    got, late = run_live(events, cuts, gap, key=DoubleType() if doubles else StringType())
     assert got.keys() == expected.keys()
     for session, (n, total, first, last, emit_row) in expected.items():
         assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
@@ -161,14 +178,18 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
 
 def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():
     """The emitted sessions are read back from the state only for a tuple below its key's bound
-    (here 2.7): 2.5 touches ``[1.1, 2.6)`` from above (2.5 + g > 2.7: not late by itself), 0.5
-    from below; key b has no bound."""
+    (here 2.5, reaching the end of ``[1.25, 2.5)`` exactly: emitted): 2.25 touches it from above
+    (2.25 + g > 2.5: not late by itself), 0.5 from below; key b has no bound; 9.0 touches nothing
+    and is above the bound: that batch reads nothing."""
     def element(row, k, x, v=None):
         return {"kind": 0 if v is not None else 2, "row_num": row, "k": k, "x": x, "v": v}
 
-    events = [element(0, "a", 1.1, 1.0), element(1, "a", 1.6, 2.0), element(2, "a", 2.7), element(3, "a", 2.5, 4.0),
-              element(4, "a", 0.5, 8.0), element(5, "b", 1.9, 16.0)]
-    got, late = run_live(events, [0.5, 0.7], 1.0)  # batches: rows 0-2, row 3, rows 4-5
+    events = [element(0, "a", 1.25, 1.0), element(1, "a", 1.5, 2.0), element(2, "a", 2.5), element(3, "a", 2.25, 4.0),
+              element(4, "a", 0.5, 8.0), element(5, "b", 1.9, 16.0), element(6, "a", 9.0, 32.0)]
+    reads = []
+    got, late = run_live(events, [0.43, 0.58, 0.86], 1.0, reads)  # batches: rows 0-2, row 3, rows 4-5, row 6
+    assert reads == [1, 2]
     assert late == [(3, "a", 0), (4, "a", 0)]
-    assert got == {("a", 0): (2, 3.0, 1.1, 1.6, 2), ("b", 0): (1, 16.0, 1.9, 1.9, None)}
+    assert got == {("a", 0): (2, 3.0, 1.25, 1.5, 2), ("a", 1): (1, 32.0, 9.0, 9.0, None),
+                   ("b", 0): (1, 16.0, 1.9, 1.9, None)}
     assert (got, late) == simulate(events, Fraction(1))

@@ -193,6 +193,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--live", action="store_true",
                         help="time only wid live mode vs Spark's streaming window() with a watermark on --rows, "
                              "--slide and each of --ratios")
+    parser.add_argument("--session", type=int, metavar="GAP",
+                        help="with --live: session windows of GAP seconds (Spark's session_window) instead")
     parser.set_defaults(command=run)
     return parser
 
@@ -201,7 +203,12 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid bench``: progress on stderr, the table on stdout."""
     if min(args.rows, args.segments, args.slide, args.repeat) < 1:
         raise WidError("--rows, --segments, --slide and --repeat must be >= 1")
+    if args.session is not None and (not args.live or args.session < 1):
+        raise WidError("--session GAP needs --live and a gap of at least 1 second")
     if args.live:
+        if args.session is not None:
+            print("\n".join(live_bench(session(), args.rows, args.segments, gap=args.session)))
+            return 0
         for ratio in args.ratios:  # Spark's window() makes range/slide copies of each tuple; wid one pane range
             print("\n".join(live_bench(session(), args.rows, args.segments, range_s=ratio * args.slide,
                                        slide_s=args.slide)))

@@ -3,9 +3,9 @@
 One generated traffic stream is split into parquet files (one micro-batch each, the same
 files and ``Trigger.AvailableNow`` for both), after a warm-up run of both on a small stream
 (the JVM's first queries, not the engines, would otherwise decide the first one measured).
-wid live runs ``[RANGE r SLIDE s WATTR ts]`` per segment closed by ``slack(delay)``; Spark
-runs ``groupBy(window(ts, r, s), seg_id)`` with ``withWatermark(ts, delay)`` into a parquet
-sink; both stateful steps have ``buckets`` partitions. Reported: rows/s of each (one run, wall
+wid live runs ``[RANGE r SLIDE s WATTR ts]`` (or ``[SESSION g WATTR ts]``) per segment closed by
+``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)`` (or ``session_window(ts, g)``)
+with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets`` partitions. Reported: rows/s of each (one run, wall
 clock from start to the end of the last batch) and the largest state of each operator, per key
 and per (key, open window): Spark's from its operator's metric, wid's panes read back from its
 checkpoint after each batch (the operator's metric counts a bucket's list of panes as one row);
@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
@@ -61,17 +61,24 @@ def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> i
     return max((reader.option("batchId", p["batchId"]).load().count() for p in progress), default=0)
 
 
-def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s: int, slide_s: int, delay: int,
+def _windows(range_s: int, slide_s: int, gap: int | None) -> tuple[str, Column]:
+    """wid's window clause and Spark's window column: sliding, or sessions of ``gap`` seconds."""
+    if gap is not None:
+        return f"[SESSION {gap} SECONDS WATTR ts]", F.session_window("ts", f"{gap} seconds")
+    return (f"[RANGE {range_s} SECONDS SLIDE {slide_s} SECONDS WATTR ts]",
+            F.window("ts", f"{range_s} seconds", f"{slide_s} seconds"))
+
+
+def _queries(spark: SparkSession, work: Path, rows: int, segments: int, windows: tuple[str, Column], delay: int,
              files: int, buckets: int) -> dict[str, Callable[[], StreamingQuery]]:
     """wid live and Spark's window() over the same ``files`` files of ``rows`` generated rows."""
     data = traffic(spark, rows, segments=segments)
     live_run.split_into_files(data, work / "in", files)
-    text = (f"SELECT seg_id, count(*) AS n, max(speed) AS top FROM traffic "
-            f"[RANGE {range_s} SECONDS SLIDE {slide_s} SECONDS WATTR ts] GROUP BY seg_id")
+    clause, window = windows
+    text = f"SELECT seg_id, count(*) AS n, max(speed) AS top FROM traffic {clause} GROUP BY seg_id"
     job = live(spark, text, live_run.source(spark, work / "in"), slack(delay), buckets=buckets)
     stream = live_run.source(spark, work / "in").where(~F.col(END_COLUMN))
-    windowed = (stream.withWatermark("ts", f"{delay} seconds")
-                .groupBy(F.window("ts", f"{range_s} seconds", f"{slide_s} seconds"), "seg_id")
+    windowed = (stream.withWatermark("ts", f"{delay} seconds").groupBy(window, "seg_id")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("speed").alias("top")))
 
     def spark_query() -> StreamingQuery:
@@ -80,14 +87,16 @@ def _queries(spark: SparkSession, work: Path, rows: int, segments: int, range_s:
                     .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
                     .start(str(work / "spark_out")))
 
+    spark_name = "spark session_window" if "SESSION" in clause else "spark window"
     return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / WID_CHECKPOINT),
-            "spark window + watermark": spark_query}
+            f"{spark_name} + watermark": spark_query}
 
 
 def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int = 60, slide_s: int = 20,
-               delay: int = 5, files: int = 8, buckets: int = 2) -> list[str]:
-    """Report lines of one run of each engine over the same files (after a warm-up of both)."""
-    shape = (segments, range_s, slide_s, delay)
+               delay: int = 5, files: int = 8, buckets: int = 2, gap: int | None = None) -> list[str]:
+    """Report lines of one run of each engine over the same files (after a warm-up of both);
+    ``gap``: session windows of that gap (seconds) instead of sliding ones."""
+    shape = (segments, _windows(range_s, slide_s, gap), delay)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="wid-bench-live-") as work:
         for start in _queries(spark, Path(work) / "warm", min(rows, 20000), *shape, 2, buckets).values():
@@ -97,8 +106,9 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
         sizes = [("panes", _pane_rows(spark, Path(work) / "run" / WID_CHECKPOINT, wid_progress)),
                  ("state rows", _state_rows(spark_progress))]
-    open_windows = -(-range_s // slide_s)
-    lines = [f"{rows} rows, {segments} keys, [RANGE {range_s} SLIDE {slide_s}] (~{open_windows} open windows "
+    open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
+    what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
+    lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
              f"after a warm-up, load average {load:.2f} before the warm-up"]
     for (name, (seconds, progress)), (what, n) in zip(timings.items(), sizes):  # wid, then Spark

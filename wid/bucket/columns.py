@@ -53,6 +53,11 @@ MICROS_PER_SECOND = 10**6
 Named = Callable[[str], Expr]
 
 
+def time_like(dtype: DataType) -> bool:
+    """Timestamps and dates: ``x`` in epoch microseconds."""
+    return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
+
+
 def attribute_type(df: DataFrame, name: str) -> DataType:
     """The type of column ``name``, or a :class:`WidError` naming the unknown column."""
     fields = {f.name.lower(): f.dataType for f in df.schema.fields}

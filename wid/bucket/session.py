@@ -29,7 +29,7 @@ from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, Floa
                                TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                numeric_value)
+                                numeric_value, time_like)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
 from wid.spec.aware import Session
@@ -118,14 +118,10 @@ def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column))])
 
 
-def _time_like(dtype: DataType) -> bool:
-    return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
-
-
 def exact_x(spec: Session, dtype: DataType) -> str:
     """The column of a tuple's exact ``x`` once bucketed: ``wid_x`` (epoch microseconds) for
     timestamps and dates, else the attribute itself (a long, decimal or double as stored)."""
-    return WID_X if _time_like(dtype) else spec.wattr
+    return WID_X if time_like(dtype) else spec.wattr
 
 
 def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
@@ -137,7 +133,7 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
     """
     if isinstance(dtype, (DoubleType, FloatType)):
         return Fraction(float(spec.gap))
-    return exact(spec.gap) * (MICROS_PER_SECOND if _time_like(dtype) else 1)
+    return exact(spec.gap) * (MICROS_PER_SECOND if time_like(dtype) else 1)
 
 
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
@@ -155,7 +151,7 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
 def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:
     """``session_start`` and ``session_end`` of a session from its least and largest
     :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them."""
-    if _time_like(dtype):
+    if time_like(dtype):
         kind = "date" if isinstance(dtype, DateType) else "timestamp_ntz" if isinstance(dtype, TimestampNTZType) \
             else "timestamp"
         first, last = F.timestamp_micros(first).cast(kind), F.timestamp_micros(last).cast(kind)

@@ -165,17 +165,17 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
     sessions = compiled.spec.sessions(tagged)
     aggregates = list(compiled.aggregates)
-    if sessions is not None:  # each session's least and largest x: its start and last
-        n = len(aggregates)
-        aggregates += [Aggregate(f"_wid_a{n}", "min", sessions[1]), Aggregate(f"_wid_a{n + 1}", "max", sessions[1])]
+    if sessions is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
+        aggregates += [Aggregate("_wid_start", "min", sessions[1]), Aggregate("_wid_last", "max", sessions[1])]
+        tagged = tagged.where(F.col(KEPT)).drop(KEPT)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
-    kept = KEPT in tagged.columns  # ROWS and landmark windows, sessions: tuples WHERE drops still count
-    bounds = LongType() if sessions is None else _bound_type(tagged, marks, sessions[1])
+    kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
+    bound_type = LongType() if sessions is None else _bound_type(tagged, marks, sessions[1])
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
-               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, bounds),
+               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, bound_type),
                *([StructField(KEPT, BooleanType())] if kept else [])]
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
@@ -200,7 +200,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
     layout = _layout(compiled, keys, aggregates, marks, payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
-                     compiled.spec.tag_positions if positional else None, sessions, bounds)
+                     compiled.spec.tag_positions if positional else None, sessions, bound_type)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
@@ -231,7 +231,7 @@ def _bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
 
 def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks, payload: list[str],
             consistent: bool, on_all: bool, tagger: Tagger | None, sessions: tuple[Fraction, str] | None,
-            bounds: DataType) -> Layout:
+            bound_type: DataType) -> Layout:
     """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own
     (sessions: a pane is a key's open session)."""
     tagged = compiled.tagged
@@ -247,7 +247,7 @@ def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate
                          *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
                          StructField(EMIT_ROW, LongType()), *parts])
     closed = StructType([StructField(SHAPE, IntegerType()), *_typed(tagged.schema, list(pattern)),
-                         StructField(WID_CLOSED, bounds)])
+                         StructField(WID_CLOSED, bound_type)])
     bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
     return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,

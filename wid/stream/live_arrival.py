@@ -32,15 +32,17 @@ def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(kept, ignore_index=True)
 
 
+def aligned(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``left`` and ``right`` with their ``keys`` columns of different dtypes as objects (state
+    read back as floats where a batch's NULLs are objects), ready to be merged on ``keys``."""
+    differ = {k: object for k in keys if left[k].dtype != right[k].dtype}
+    return left.astype(differ), right.astype(differ)
+
+
 def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
     """Per row of ``frame``: ``table``'s ``column`` at the row's ``keys`` values (NaN if absent;
-    NULL matches NULL). Key columns of different dtypes (state read back as floats where a
-    batch's NULLs are objects) are compared as objects."""
-    left, right = frame[keys], table[[*keys, column]]
-    differ = [k for k in keys if left[k].dtype != right[k].dtype]
-    if differ:
-        left = left.astype({k: object for k in differ})
-        right = right.astype({k: object for k in differ})
+    NULL matches NULL; dtypes :func:`aligned`)."""
+    left, right = aligned(frame[keys], table[[*keys, column]], keys)
     return left.merge(right, on=keys, how="left")[column]
 
 

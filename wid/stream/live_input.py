@@ -51,15 +51,35 @@ def _marks(batch: pa.RecordBatch, spread: tuple[str, ...]) -> pa.RecordBatch:
     keep = np.zeros(len(tuples), dtype=bool)
     keep[-1:] = True
     for name in spread:
-        values = batch.column(name).take(pa.array(tuples)).to_numpy(zero_copy_only=False).astype("float64")
-        values = np.where(np.isnan(values), -np.inf, values)  # NULL: no bound
-        keep |= values > np.maximum.accumulate(np.concatenate([[-np.inf], values]))[:-1]
+        keep |= _records(batch.column(name).take(pa.array(tuples)))
     taken = pa.array(tuples[keep])
     given = {"row_num", BUCKET, *spread}
     columns = [batch.column(f.name).take(taken) if f.name in given else
                pa.array(np.full(len(taken), MARK, np.int32)) if f.name == KIND else pa.nulls(len(taken), f.type)
                for f in batch.schema]
     return pa.record_batch(columns, schema=batch.schema)
+
+
+def _records(values: pa.Array) -> np.ndarray:
+    """Per value: above every earlier one (a NULL never is), compared exactly in the column's
+    own type (longs as longs, decimals as decimals: a session bound is a value of ``x``).
+
+    >>> _records(pa.array([2**60, None, 2**60 + 100, 2**60 + 50])).tolist()
+    [True, False, True, False]
+    """
+    if pa.types.is_integer(values.type):
+        lowest = np.iinfo(np.int64).min
+        exact = values.fill_null(lowest).to_numpy(zero_copy_only=False).astype("int64")
+    elif pa.types.is_floating(values.type):
+        lowest, exact = -np.inf, values.fill_null(np.nan).to_numpy(zero_copy_only=False).astype("float64")
+        exact = np.where(np.isnan(exact), lowest, exact)
+    else:
+        lowest = -np.inf
+        exact = np.array([lowest if v is None else v for v in values.to_pylist()], dtype=object)
+    if not len(exact):
+        return np.zeros(0, dtype=bool)
+    before = np.maximum.accumulate(np.concatenate([np.array([lowest], dtype=exact.dtype), exact]))[:-1]
+    return exact > before
 
 
 def _cell(rows: pa.RecordBatch) -> bytes:

@@ -13,21 +13,22 @@ one). Nothing per tuple is kept.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from itertools import accumulate
 
 import numpy as np
 import pandas as pd
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
-from wid.stream.live_arrival import COUNT, matched, stack, tally
-from wid.stream.live_input import KIND, PUNCTUATION, TUPLE
+from wid.stream.live_arrival import COUNT, aligned, matched, stack, tally
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
-from wid.stream.sessions import KeySession, KeySessions
+from wid.stream.sessions import KeySession, KeySessions, Number
 
-_KEY, _MEMBER, _GROUP = "_wid_key", "_wid_member", "_wid_group"
+_KEY, _GROUP = "_wid_key", "_wid_group"
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ def _joined(left: pd.DataFrame, right: pd.DataFrame, on: list[str]) -> pd.DataFr
     """Rows of ``left`` and ``right`` equal on ``on`` (NULL equals NULL; all pairs when empty)."""
     if not on:
         return left.merge(right, how="cross")
-    differ = {c: object for c in on if left[c].dtype != right[c].dtype}
-    return left.astype(differ).merge(right.astype(differ), on=on)
+    left, right = aligned(left, right, on)
+    return left.merge(right, on=on)
 
 
 def _keyed(frame: pd.DataFrame, present: pd.DataFrame, keys: list[str]) -> np.ndarray:
@@ -68,7 +69,7 @@ def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) 
             continue
         pairs = _joined(present[[*shape, _KEY]], table[[*shape, CLOSED]], list(shape))
         for k, bound in zip(pairs[_KEY].tolist(), pairs[CLOSED].tolist()):
-            b = Fraction(bound)
+            b = _exact(bound)
             best[k] = b if best[k] is None else max(best[k], b)
     return best
 
@@ -79,22 +80,23 @@ def _scans(present: pd.DataFrame, tuples: pd.DataFrame, state: SessionState,
     ones (member ``i``: the partials of ``state.opened``'s row ``i``) and, read only for keys
     with a tuple below ``B`` (the only ones that can touch a session emitted before), the
     emitted ones such a tuple may touch (``last + g > x``)."""
-    keys, (first, last), gap = list(layout.keys), layout.partials[-2:], layout.gap
+    keys, (first, last) = list(layout.keys), layout.partials[-2:]
+    gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
     before = _bounds_before(present, state.bounds, layout)
     lowest: dict[int, Fraction] = {}
     for k, x in zip(_keyed(tuples, present, keys).tolist(), tuples[layout.x].tolist()):
-        if before[k] is not None and Fraction(x) < before[k]:
-            lowest[k] = min(lowest.get(k, Fraction(x)), Fraction(x))
+        if before[k] is not None and _exact(x) < before[k]:
+            lowest[k] = min(lowest.get(k, _exact(x)), _exact(x))
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
     if lowest:
         emitted = state.emitted()
         for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
                               emitted[first].tolist(), emitted[last].tolist()):
-            if k in lowest and Fraction(e) + gap > lowest[k]:
-                sessions[k].append(KeySession(Fraction(s), Fraction(e), wid=int(w), revision=0, closed=True))
+            if k in lowest and _exact(e) + gap > lowest[k]:
+                sessions[k].append(KeySession(_exact(s), _exact(e), wid=int(w), revision=0, closed=True))
     for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
                                       state.opened[last].tolist())):
-        sessions[k].append(KeySession(Fraction(s), Fraction(e), [i]))
+        sessions[k].append(KeySession(_exact(s), _exact(e), [i]))
     if keys:
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:
@@ -102,20 +104,72 @@ def _scans(present: pd.DataFrame, tuples: pd.DataFrame, state: SessionState,
     return [KeySessions(gap, bound=b, sessions=s, next_id=n) for b, s, n in zip(before, sessions, counts)]
 
 
-def _events(tuples: pd.DataFrame, punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """The batch's elements per key of ``present`` in ``(key, row_num, kind)`` order: each tuple
-    (``_wid_member`` its index) and, per key, each punctuation of a shape binding it."""
-    parts = [pd.DataFrame({_KEY: _keyed(tuples, present, list(layout.keys)), "row_num": tuples["row_num"].to_numpy(),
-                           KIND: TUPLE, _MEMBER: np.arange(len(tuples)), CLOSED: None})]
+@dataclass(frozen=True)
+class _Peaks:
+    """The batch's punctuations of one shape and pattern value: their ``row_num`` s and the
+    running max of their bounds (nondecreasing: found by bisection)."""
+
+    rows: list[int]
+    peaks: list[Number]
+
+    def before(self, row: int | None, strictly: bool = True) -> Number | None:
+        """The bound of the punctuations before ``row`` (``strictly``: a punctuation of the row
+        arrives after its tuple; None: all of them), None if none."""
+        i = len(self.rows) if row is None else (bisect_left if strictly else bisect_right)(self.rows, row)
+        return self.peaks[i - 1] if i else None
+
+    def reaching(self, threshold: Number) -> int | None:
+        """The row of the first punctuation whose running max reaches ``threshold``."""
+        i = bisect_left(self.peaks, threshold)
+        return self.rows[i] if i < len(self.rows) else None
+
+
+def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> list[list[_Peaks]]:
+    """Per key of ``present``: the :class:`_Peaks` of each shape and pattern value binding it."""
+    out: list[list[_Peaks]] = [[] for _ in range(len(present))]
     for shape in layout.bounds.shapes:
         mine = layout.bounds.of(punctuations, shape)
-        if len(mine):
-            pairs = _joined(present[[*shape, _KEY]], mine[["row_num", *shape, CLOSED]], list(shape))
-            parts.append(pd.DataFrame({_KEY: pairs[_KEY].to_numpy(), "row_num": pairs["row_num"].to_numpy(),
-                                       KIND: PUNCTUATION, _MEMBER: -1, CLOSED: pairs[CLOSED].to_numpy(object)}))
-    events = pd.concat(parts, ignore_index=True)
-    order = np.lexsort((events[KIND].to_numpy(), events["row_num"].to_numpy("int64"), events[_KEY].to_numpy()))
-    return events.iloc[order]
+        if mine.empty:
+            continue
+        group = mine.groupby(list(shape), dropna=False, sort=False).ngroup() if shape else pd.Series(0, mine.index)
+        peaks = [_Peaks(frame["row_num"].tolist(), list(accumulate(map(_exact, frame[CLOSED].tolist()), max)))
+                 for _, frame in mine.groupby(group.to_numpy(), sort=True)]
+        labels = mine[list(shape)].assign(**{_GROUP: group.to_numpy()}).drop_duplicates(_GROUP)
+        for k, g in _joined(present[[*shape, _KEY]], labels, list(shape))[[_KEY, _GROUP]].itertuples(index=False):
+            out[k].append(peaks[g])
+    return out
+
+
+def _advance_key(scan: KeySessions, arrivals: list[tuple[int, Number, int]], peaks: list[_Peaks],
+                 opened: int) -> None:
+    """One key's batch: its tuples ``(row_num, x, j)`` in arrival order (tuple ``j`` of the
+    batch, member ``opened + j``: its partials follow the ``opened`` open sessions'), and between
+    them the punctuations binding it, each open session emitted at the first that reaches its
+    end (in ``row_num`` order, as :meth:`KeySessions.punctuate` one at a time would)."""
+
+    def bound(row: int | None, strictly: bool = True) -> Number | None:  # row None: all the batch's
+        return max((b for p in peaks if (b := p.before(row, strictly)) is not None), default=None)
+
+    def emit(reached: Number | None) -> None:  # the sessions whose end the bound ``reached`` reaches
+        while reached is not None:
+            ends = [s.last + scan.gap for s in scan.open if s.last + scan.gap <= reached]
+            if not ends:
+                return
+            first = min(row for end in ends for p in peaks if (row := p.reaching(end)) is not None)
+            scan.punctuate(first, bound(first, strictly=False))
+
+    for row, x, j in arrivals:
+        reached = bound(row)
+        emit(reached)
+        if reached is not None:
+            scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
+        scan.arrive(j, x, opened + j)  # late: keyed by j
+    emit(bound(None))
+
+
+def _exact(value) -> Number:
+    """A value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction."""
+    return value if isinstance(value, int) else Fraction(value)
 
 
 def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionState, layout: Layout,
@@ -150,19 +204,20 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     """
     keys, names = list(layout.keys), layout.partials
     tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
-    present = stack([opened[keys], tuples[keys]]).drop_duplicates(ignore_index=True) if keys else pd.DataFrame(
-        index=range(1 if len(opened) or len(tuples) else 0))  # the keys in play: open sessions, the batch's tuples
+    if keys:  # the keys in play: open sessions', the batch's tuples' (NULL one key, however typed: as merges match)
+        present = stack([opened[keys], tuples[keys]]).groupby(keys, dropna=False, sort=False).head(1)
+        present = present.reset_index(drop=True)
+    else:
+        present = pd.DataFrame(index=range(1 if len(opened) or len(tuples) else 0))
     present = present.assign(**{_KEY: np.arange(len(present))})
     scans = _scans(present, tuples, replace(state, opened=opened), layout)
-    xs, events = tuples[layout.x].tolist(), _events(tuples, punctuations, present, layout)
-    for k, row, kind, j, bound in zip(events[_KEY].tolist(), events["row_num"].tolist(), events[KIND].tolist(),
-                                      events[_MEMBER].tolist(), events[CLOSED].tolist()):
-        if kind == TUPLE:
-            scans[k].arrive(j, Fraction(xs[j]), len(opened) + j)  # member: the tuple's partials
-        else:
-            scans[k].punctuate(int(row), Fraction(bound))
-    if end:
-        for scan in scans:
+    arrivals: list[list[tuple[int, Number, int]]] = [[] for _ in range(len(present))]
+    for k, row, x, j in zip(_keyed(tuples, present, keys).tolist(), tuples["row_num"].tolist(),
+                            tuples[layout.x].tolist(), range(len(tuples))):
+        arrivals[k].append((row, _exact(x), j))
+    for scan, mine, peaks in zip(scans, arrivals, _peaks(punctuations, present, layout)):
+        _advance_key(scan, mine, peaks, len(opened))
+        if end:
             scan.punctuate(None, None)
     parts = stack([opened[[*keys, *names]], pd.concat(
         [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
@@ -185,8 +240,7 @@ def _emitted(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> p
 def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
     """The sessions still open: keys and the merged partials of their members."""
     keys = list(layout.keys)
-    members = [(m, g) for g, s in enumerate(s for scan in scans for s in scan.sessions if not s.closed)
-               for m in s.members]
+    members = [(m, g) for g, s in enumerate(s for scan in scans for s in scan.open) for m in s.members]
     frame = parts.iloc[[m for m, _ in members]][[*keys, *layout.partials]].reset_index(drop=True)
     frame[_GROUP] = [g for _, g in members]
     return merge(frame, [_GROUP, *keys], list(layout.aggregates)).drop(columns=_GROUP)

@@ -231,7 +231,7 @@ class SessionProcessor(PaneProcessor):
                              state_frame(self.counts.get(), self.counts_schema),
                              lambda: state_frame(self.emitted.get(), self.emitted_schema),
                              state_frame(self.closed.get(), lay.closed_schema))
-        results, late, after, added = advance_sessions(_kept(tuples), punctuations, state, lay, end)
+        results, late, after, added = advance_sessions(tuples, punctuations, state, lay, end)
         for variable, frame, schema in ((self.panes, after.opened, lay.pane_schema),
                                         (self.counts, after.counts, self.counts_schema),
                                         (self.closed, after.bounds, lay.closed_schema)):

@@ -17,7 +17,7 @@ from pyspark.sql.types import StructType
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED, WID_X
-from wid.stream.live_arrival import arrival_order, matched, stack
+from wid.stream.live_arrival import aligned, arrival_order, matched, stack
 from wid.stream.live_input import KIND, PUNCTUATION, TUPLE
 from wid.stream.panes import HI, LO, merge, partial_names, spread, tuple_partials
 
@@ -116,9 +116,9 @@ class Bounds:
             run = (mine.groupby(list(shape), dropna=False, sort=False)[CLOSED] if shape else mine[CLOSED]).cummax()
             firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
             right = firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable")
-            differ = {c: object for c in shape if ordered[c].dtype != right[c].dtype}  # e.g. keys all NULL: floats
-            found = pd.merge_asof(ordered.astype(differ), right.astype(differ), left_on=WID, right_on=_RUN,
-                                  by=list(shape) or None, direction="forward")
+            left, right = aligned(ordered, right, list(shape))  # e.g. keys all NULL: floats
+            found = pd.merge_asof(left, right, left_on=WID, right_on=_RUN, by=list(shape) or None,
+                                  direction="forward")
             at = pd.Series(found["row_num"].to_numpy(), index=found["_wid_i"].to_numpy())
             best = np.fmin(best, at.reindex(best.index))
         return best

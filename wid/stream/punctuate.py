@@ -27,9 +27,8 @@ from itertools import combinations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, DateType, TimestampNTZType, TimestampType
 
-from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value
+from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, time_like
 from wid.errors import WidError
 from wid.spec.numbers import as_number, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
@@ -51,10 +50,6 @@ def _amount(name: str, value, positive: bool = False) -> float:
     return value
 
 
-def _time_like(dtype: DataType) -> bool:
-    return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
-
-
 @dataclass(frozen=True)
 class Embedded(Generator):
     frame: DataFrame
@@ -72,7 +67,7 @@ class Embedded(Generator):
             raise WidError(f"punctuation column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
                            f"(keys: {', '.join(compiled.keys) or 'none'})")
         bound_type = attribute_type(self.frame, wattr)
-        if _time_like(bound_type) != _time_like(attribute_type(compiled.tagged, wattr)):
+        if time_like(bound_type) != time_like(attribute_type(compiled.tagged, wattr)):
             raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
                            f"the stream's is {attribute_type(compiled.tagged, wattr).simpleString()}")
         types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
@@ -132,7 +127,7 @@ class Heartbeat(Generator):
     def _closed(self, compiled) -> Column:
         """wid_closed of the heartbeat seen right after the tuple (NULL without a clock value)."""
         dtype = attribute_type(compiled.tagged, self.clock)
-        if _time_like(dtype) != _time_like(attribute_type(compiled.tagged, compiled.spec.wattr)):
+        if time_like(dtype) != time_like(attribute_type(compiled.tagged, compiled.spec.wattr)):
             raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
                            "must both be timestamps or both numbers")
         clock, factor = numeric_value(F.col(self.clock), dtype, self.clock)

@@ -2,7 +2,7 @@
 (:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live_sessions`) run per key.
 
 With ``B`` the running max of the key's punctuation bounds, ``g`` the gap and ``L`` the allowed
-lateness (exact :class:`~fractions.Fraction` s in ``x`` units):
+lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fraction` s):
 
 - a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
 - a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
@@ -17,9 +17,13 @@ lateness (exact :class:`~fractions.Fraction` s in ``x`` units):
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+#: An exact value of ``x`` (or a bound, the gap): a whole number, or a Fraction.
+Number = int | Fraction
 
 
 @dataclass
@@ -27,8 +31,8 @@ class KeySession:
     """A session: extent ``[start, last + g)``, its ``members`` (tuples, or a live state's
     partials), its id and last revision once emitted, ``closed`` while its last emission is current."""
 
-    start: Fraction
-    last: Fraction
+    start: Number
+    last: Number
     members: list[Hashable] = field(default_factory=list)
     wid: int | None = None
     revision: int = -1
@@ -38,7 +42,9 @@ class KeySession:
 class KeySessions:
     """One key's sessions (module doc) and what they emit: ``members`` (member, wid, revision,
     emit_row) per member of each emission, ``retired`` (row of the merging tuple, wid, revision,
-    emit_row) and ``touched`` (late row -> ids).
+    emit_row) and ``touched`` (late row -> ids). ``sessions``: all of them in start order
+    (disjoint, at least ``g`` apart, so a tuple touches a run of neighbours, found by
+    bisection); ``open``: those not emitted.
 
     >>> key = KeySessions(Fraction(2))
     >>> key.arrive(0, Fraction(1)); key.arrive(1, Fraction(2)); key.punctuate(2, Fraction(5))
@@ -46,36 +52,47 @@ class KeySessions:
     ([(1, 0, 0, 2), (0, 0, 0, 2)], {3: [0]})
     """
 
-    def __init__(self, gap: Fraction, lateness: Fraction = Fraction(0), bound: Fraction | None = None,
+    def __init__(self, gap: Number, lateness: Number = 0, bound: Number | None = None,
                  sessions: list[KeySession] | None = None, next_id: int = 0) -> None:
         self.gap, self.lateness, self.bound, self.next_id = gap, lateness, bound, next_id
-        self.sessions: list[KeySession] = sessions or []
+        self.sessions: list[KeySession] = sorted(sessions or [], key=lambda s: s.start)
+        self.starts = [s.start for s in self.sessions]
+        self.open = [s for s in self.sessions if not s.closed]
         self.members: list[tuple[Hashable, int, int, int | None]] = []
         self.retired: list[tuple[int, int, int, int | None]] = []
         self.touched: dict[int, list[int]] = {}
 
-    def _passed(self, end: Fraction) -> bool:
+    def _passed(self, end: Number) -> bool:
         return self.bound is not None and end <= self.bound
 
-    def arrive(self, row: int, x: Fraction, member: Hashable | None = None) -> None:
+    def _near(self, x: Number) -> tuple[int, int]:
+        """``[lo, hi)``: the sessions ``x`` touches (``start - g < x < last + g``)."""
+        hi = bisect_left(self.starts, x + self.gap)
+        lo = hi
+        while lo and self.sessions[lo - 1].last + self.gap > x:
+            lo -= 1
+        return lo, hi
+
+    def arrive(self, row: int, x: Number, member: Hashable | None = None) -> None:
         """The tuple of ``row_num`` ``row`` at ``x`` arrives (``member``: what it adds to a
         session, the row itself by default)."""
         g, late = self.gap, self.lateness
-        near = [s for s in self.sessions if s.start - g < x < s.last + g]
+        lo, hi = self._near(x)
+        near = self.sessions[lo:hi]
         if any(s.closed and self._passed(s.last + g + late) for s in near):
             self.touched[row] = sorted(s.wid for s in near if s.wid is not None)
             return
         if not near and self._passed(x + g + late):
             self.touched[row] = []
             return
-        self.sessions = [s for s in self.sessions if all(s is not n for n in near)]
         named = sorted((s for s in near if s.wid is not None), key=lambda s: s.wid)
         for s in named[1:]:
             self.retired.append((row, s.wid, s.revision + 1, row))
         merged = KeySession(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
                             [row if member is None else member, *(m for s in near for m in s.members)],
                             named[0].wid if named else None, named[0].revision if named else -1)
-        self.sessions.append(merged)
+        self.sessions[lo:hi], self.starts[lo:hi] = [merged], [merged.start]
+        self.open = [s for s in self.open if all(s is not n for n in near)] + [merged]
         if self._passed(merged.last + g):
             self._emit(merged, row)
 
@@ -84,12 +101,13 @@ class KeySessions:
             session.wid, self.next_id = self.next_id, self.next_id + 1
         session.revision += 1
         session.closed = True
+        self.open = [s for s in self.open if s is not session]
         self.members.extend((m, session.wid, session.revision, row) for m in session.members)
 
-    def punctuate(self, row: int | None, bound: Fraction | None) -> None:
+    def punctuate(self, row: int | None, bound: Number | None) -> None:
         """A punctuation at ``row`` raises the bound to ``bound``; ``(None, None)``: the end of the stream."""
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
-        done = [s for s in self.sessions if not s.closed and (row is None or self._passed(s.last + self.gap))]
+        done = [s for s in self.open if row is None or self._passed(s.last + self.gap)]
         for session in sorted(done, key=lambda s: s.start):
             self._emit(session, row)
