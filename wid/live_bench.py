@@ -53,10 +53,11 @@ def _state_rows(progress: list[dict]) -> int:
                default=0)
 
 
-def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> int:
-    """The most panes wid's stateful step held after a micro-batch, read from its checkpoint
-    with Spark's state data source (list state ``panes``, one row per pane)."""
-    reader = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "panes")
+def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict], variable: str = "panes") -> int:
+    """The most rows of a list state of wid's stateful step after a micro-batch, read from its
+    checkpoint with Spark's state data source (``panes``: one row per pane; sessions:
+    ``emitted``, one row per emitted session)."""
+    reader = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", variable)
               .option("flattenCollectionTypes", "true"))
     return max((reader.option("batchId", p["batchId"]).load().count() for p in progress), default=0)
 
@@ -104,8 +105,9 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
         (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
-        sizes = [("panes", _pane_rows(spark, Path(work) / "run" / WID_CHECKPOINT, wid_progress)),
-                 ("state rows", _state_rows(spark_progress))]
+        checkpoint = Path(work) / "run" / WID_CHECKPOINT
+        sizes = [("panes", _pane_rows(spark, checkpoint, wid_progress)), ("state rows", _state_rows(spark_progress))]
+        emitted = _pane_rows(spark, checkpoint, wid_progress[-1:], "emitted") if gap is not None else None
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
@@ -115,6 +117,8 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
+    if emitted is not None:  # what a late tuple may touch: (key, id, start, last), one row per emitted session
+        lines.append(f"wid emitted sessions kept at the end: {emitted} ({emitted / segments:.1f} per key)")
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
     return lines
