@@ -116,6 +116,13 @@ def outputs(spark, stream, tmp_path_factory) -> dict:
             for name, job in jobs.items()}
 
 
+def _live_and_replay(spark, text: str, frame: DataFrame, generator, tmp_path: Path):
+    """``(results, late)`` of ``text`` live over ``frame`` split into 3 files, and its replay."""
+    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), generator)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    return (*live_run.read_output(spark, job, tmp_path / "out"), replay(spark, text, punctuation=generator))
+
+
 def _replayed(spark, name: str, static_punctuations: DataFrame):
     return replay(spark, QUERY, punctuation=generators(spark, static_punctuations)[name])
 
@@ -212,11 +219,7 @@ def test_live_landmark_window_with_where_equals_replay(spark, tmp_path):
     frame.createOrReplaceTempView(VIEW + "_w")
     text = (f"SELECT k, count(*) AS c, sum(12 DIV n) AS q, sum(big) AS b FROM {VIEW}_w "
             "[RANGE UNBOUNDED SLIDE 3 WATTR x] WHERE n <> 0 GROUP BY k")
-    generator = punctuate.slack(1.5)
-    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), generator)
-    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
-    results, late = live_run.read_output(spark, job, tmp_path / "out")
-    expected = replay(spark, text, punctuation=generator)
+    results, late, expected = _live_and_replay(spark, text, frame, punctuate.slack(1.5), tmp_path)
     assert results.agg(F.max("wid")).first()[0] == 20  # the window of x = 60.0, which no kept tuple reaches
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
@@ -299,11 +302,7 @@ def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
     frame.createOrReplaceTempView(VIEW + "_st")
     text = (f"SELECT k, count(*) AS n, min(v) AS lo FROM {VIEW}_st [SESSION 1.5 SECONDS WATTR ts] "
             "WHERE v <> 3 GROUP BY k")
-    generator = punctuate.slack(1)
-    job = live(spark, text, live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)), generator)
-    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
-    results, late = live_run.read_output(spark, job, tmp_path / "out")
-    expected = replay(spark, text, punctuation=generator)
+    results, late, expected = _live_and_replay(spark, text, frame, punctuate.slack(1), tmp_path)
     assert results.schema["session_end"].dataType.simpleString() == "timestamp"
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
