@@ -407,12 +407,15 @@ def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_pa
 
 
 def run_remote(url: str, directory: Path, work: Path) -> None:
-    """On a Spark Connect session: slack (consistent) live over the files in ``directory``."""
+    """On a Spark Connect session: slack (consistent) live over the files in ``directory``, and
+    sessions under slack."""
     spark = SparkSession.builder.remote(url).getOrCreate()
     try:
         tuples, _ = _split(live_run.source(spark, directory))
         job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
         live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
+        sessions = live(spark, SESSIONS.format(view=VIEW), tuples, punctuate.slack(1.5))
+        live_run.run(live_run.start(sessions, work / "sessions" / "out", work / "sessions" / "checkpoint"))
     finally:
         spark.stop()
 
@@ -427,6 +430,13 @@ def test_live_over_spark_connect_equals_replay(spark, stream, tmp_path):
     job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
     results, late = live_run.read_output(spark, job, tmp_path / "out")
     expected = replay(spark, QUERY, punctuation=punctuate.slack(1, mode="consistent"))
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    text = SESSIONS.format(view=VIEW)
+    results, late = live_run.read_output(spark, live(spark, text, tuples, punctuate.slack(1.5)),
+                                         tmp_path / "sessions" / "out")
+    expected = replay(spark, text, punctuation=punctuate.slack(1.5))
+    assert results.where(F.col("n") > 1).count() > 0
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
 
