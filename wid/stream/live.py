@@ -18,7 +18,9 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows.
 5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
-   of Spark's own types, a decimal's avg exact as in :func:`wid.query`.
+   of Spark's own types, a decimal's avg exact as in :func:`wid.query`
+   (:mod:`wid.stream.live_output`). The stateful step's view of the query, its schemas:
+   :mod:`wid.stream.live_layout`.
 
 Run to completion over the same rows, ``results`` equals ``wid.replay(...).results`` and
 ``late`` equals its ``late``: each window is emitted at the first punctuation that closes it,
@@ -30,23 +32,22 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BinaryType, BooleanType, DataType, IntegerType, LongType, StringType, StructField,
-                               StructType)
+from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
-from wid.query import CompiledQuery, compile_query, resolved
+from wid.query import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
 from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
+from wid.stream.live_layout import bound_type, layout_of, typed
+from wid.stream.live_output import Live, views_of
 from wid.stream.live_state import KEPT, PaneProcessor, SessionProcessor
-from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery
@@ -56,21 +57,6 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 _views = itertools.count()
 
 
-@dataclass
-class Live:
-    """``frame``: ``kind`` ('result' | 'late') with the columns of replay's ``results`` and
-    ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
-    always 0: live mode has no allowed lateness). All three are views of one streaming plan:
-    start ``frame`` (:func:`wid.stream.live_run.start`: its stateful step gets one partition
-    per bucket of ``buckets``) to run it once."""
-
-    frame: DataFrame
-    results: DataFrame
-    late: DataFrame
-    compiled: CompiledQuery
-    buckets: int
-
-
 @dataclass(frozen=True)
 class _Unfinished:
     """Bucket on a stream that has not ended: a ROWS window's positions come in the stateful
@@ -78,7 +64,9 @@ class _Unfinished:
     window's open end stays open (``wid_hi`` NULL: the end of the stream closes it at the largest
     ``wid_lo``). Both count tuples that WHERE drops (positions; the stream's largest ``wid_lo``,
     as replay's Bucket, before WHERE), so WHERE marks the kept ones (:data:`KEPT`) instead of
-    filtering: only those contribute and punctuate, as in replay."""
+    filtering: only those contribute and punctuate, as in replay. Sessions form in the stateful
+    step too (``wid_x`` only here); :func:`live` keeps only the marked tuples for them, as
+    replay's sessions form from the tuples WHERE keeps."""
 
     spec: WindowSpec
 
@@ -120,11 +108,6 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
         guarded = {name: F.when(F.col(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
         compiled = replace(compiled, tagged=compiled.tagged.withColumns(guarded))
     return compiled
-
-
-def _typed(schema: StructType, names: list[str]) -> list[StructField]:
-    fields = {f.name: f for f in schema.fields}
-    return [StructField(n, fields[n].dataType) for n in names]
 
 
 def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column]) -> DataFrame:
@@ -172,10 +155,10 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     values = [a.arg for a in aggregates if a.arg is not None]
     carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
     kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
-    bound_type = LongType() if sessions is None else _bound_type(tagged, marks, sessions[1])
+    closed_type = LongType() if sessions is None else bound_type(tagged, marks, sessions[1])
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
-               StructField(KIND, IntegerType()), *_typed(tagged.schema, carried),
-               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, bound_type),
+               StructField(KIND, IntegerType()), *typed(tagged.schema, carried),
+               StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, closed_type),
                *([StructField(KEPT, BooleanType())] if kept else [])]
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
@@ -198,9 +181,9 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
-    layout = _layout(compiled, keys, aggregates, marks, payload,
+    layout = layout_of(compiled, keys, aggregates, marks, payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
-                     compiled.spec.tag_positions if positional else None, sessions, bound_type)
+                     compiled.spec.tag_positions if positional else None, sessions, closed_type)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
@@ -210,7 +193,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if sessions is not None:
         first, last = (F.col(name) for name, _ in partial_names(aggregates)[-2:])
         extents = compiled.spec.live_extents(first, last, tagged)
-    return _views_of(compiled, out, payload, buckets, keys, extents)
+    return views_of(compiled, out, payload, buckets, keys, extents)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -218,74 +201,3 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     for other in frames[1:]:
         out = out.unionByName(other)
     return out
-
-
-def _bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
-    """A session bound is a value of ``x``: the type (Spark's common type) that holds ``x``
-    and every bound the punctuations give."""
-    bounds = [F.col(x), *([marks.closed] if marks.closed is not None else [])]
-    if marks.given is not None:
-        bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
-    return tagged.select(F.coalesce(*bounds)).schema[0].dataType
-
-
-def _layout(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks, payload: list[str],
-            consistent: bool, on_all: bool, tagger: Tagger | None, sessions: tuple[Fraction, str] | None,
-            bound_type: DataType) -> Layout:
-    """The :class:`PaneProcessor`'s view of the query; state and output types as Spark's own
-    (sessions: a pane is a key's open session)."""
-    tagged = compiled.tagged
-    given = marks.given
-    pattern = given.pattern if given is not None else marks.pattern
-    shapes = given.shapes if given is not None else (marks.pattern,)
-    types = {f.name: f.dataType for f in tagged.schema.fields}
-    partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
-        *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
-    parts = partials.schema.fields[len(keys) + 2:]
-    panes = partials.schema if sessions is None else StructType([*_typed(tagged.schema, keys), *parts])
-    output = StructType([StructField("kind", StringType()), *_typed(tagged.schema, payload),
-                         *_typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
-                         StructField(EMIT_ROW, LongType()), *parts])
-    closed = StructType([StructField(SHAPE, IntegerType()), *_typed(tagged.schema, list(pattern)),
-                         StructField(WID_CLOSED, bound_type)])
-    bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
-    return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
-                  own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
-                  consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,
-                  tagger=tagger, open=compiled.spec.open_end, **({} if sessions is None else
-                                                                 {"gap": sessions[0], "x": sessions[1]}))
-
-
-def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
-    """:meth:`Aggregate.final` over one window's merged partials (each merge over one row is
-    the partial itself): the aggregate of :func:`wid.query`, of the same type."""
-    text = aggregate.final(index, dtype)
-    for name, sql in aggregate.merge(index):
-        text = text.replace(sql, f"`{name}`")
-    return F.expr(text)
-
-
-def _views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int, keys: list[str],
-              extents: dict[str, Column]) -> Live:
-    """``frame``, ``results`` and ``late`` over the processor's output ``out`` (grouped by
-    ``keys``; ``extents``: the window's extent columns, sessions' from their partials); an
-    output name that is also a stream column reads the result's column on result rows."""
-    is_result = F.col("kind") == "result"
-    named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
-    same = {name for c, name in compiled.output if c == name}
-    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(F.col(name))
-               for name, e in named.items()}
-    columns[EMIT_ROW] = F.col(EMIT_ROW)
-    columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
-    for c in [*payload, WID]:
-        columns.setdefault(c, F.col(c))
-    types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-    out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
-                     *[e.alias(name) for name, e in extents.items()],
-                     *[_final(a, i, types.get(a.arg)).alias(a.alias) for i, a in enumerate(compiled.aggregates)])
-    frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
-    if compiled.query.having:
-        frame = frame.where(~is_result | F.expr(compiled.query.having))
-    results = frame.where(is_result).select(*named, EMIT_ROW, REVISION)
-    late = frame.where(~is_result).select(*payload, WID)
-    return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)

@@ -1,0 +1,60 @@
+"""The stateful step's view of a live query (:mod:`wid.stream.live`): its
+:class:`~wid.stream.live_windows.Layout`, with state and output schemas of Spark's own types.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
+
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.query import CompiledQuery
+from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
+from wid.stream.punctuation import Marks
+
+
+def typed(schema: StructType, names: list[str]) -> list[StructField]:
+    """The fields of ``schema`` named ``names``, in that order, as nullable fields."""
+    fields = {f.name: f for f in schema.fields}
+    return [StructField(n, fields[n].dataType) for n in names]
+
+
+
+def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
+    """A session bound is a value of ``x``: the type (Spark's common type) that holds ``x``
+    and every bound the punctuations give."""
+    bounds = [F.col(x), *([marks.closed] if marks.closed is not None else [])]
+    if marks.given is not None:
+        bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
+    return tagged.select(F.coalesce(*bounds)).schema[0].dataType
+
+
+def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks,
+              payload: list[str], consistent: bool, on_all: bool, tagger: Tagger | None,
+              sessions: tuple[Fraction, str] | None, closed_type: DataType) -> Layout:
+    """The stateful step's view of the query (:class:`wid.stream.live_state.PaneProcessor`);
+    state and output types as Spark's own (sessions: a pane is a key's open session)."""
+    tagged = compiled.tagged
+    given = marks.given
+    pattern = given.pattern if given is not None else marks.pattern
+    shapes = given.shapes if given is not None else (marks.pattern,)
+    types = {f.name: f.dataType for f in tagged.schema.fields}
+    partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
+        *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
+    parts = partials.schema.fields[len(keys) + 2:]
+    panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts])
+    output = StructType([StructField("kind", StringType()), *typed(tagged.schema, payload),
+                         *typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
+                         StructField(EMIT_ROW, LongType()), *parts])
+    closed = StructType([StructField(SHAPE, IntegerType()), *typed(tagged.schema, list(pattern)),
+                         StructField(WID_CLOSED, closed_type)])
+    bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
+    return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
+                  own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
+                  consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,
+                  tagger=tagger, open=compiled.spec.open_end, **({} if sessions is None else
+                                                                 {"gap": sessions[0], "x": sessions[1]}))

@@ -1,0 +1,65 @@
+"""Step 5 of live mode (:mod:`wid.stream.live`): each window's aggregates from its merged
+partials, by Spark (:meth:`Aggregate.final`), and the streaming views a live query returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType
+
+from wid.aggregate.range import Aggregate
+from wid.bucket.columns import EMIT_ROW, REVISION, WID
+from wid.query import CompiledQuery, resolved
+
+
+@dataclass
+class Live:
+    """``frame``: ``kind`` ('result' | 'late') with the columns of replay's ``results`` and
+    ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
+    always 0: live mode has no allowed lateness). All three are views of one streaming plan:
+    start ``frame`` (:func:`wid.stream.live_run.start`: its stateful step gets one partition
+    per bucket of ``buckets``) to run it once."""
+
+    frame: DataFrame
+    results: DataFrame
+    late: DataFrame
+    compiled: CompiledQuery
+    buckets: int
+
+
+def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
+    """:meth:`Aggregate.final` over one window's merged partials (each merge over one row is
+    the partial itself): the aggregate of :func:`wid.query`, of the same type."""
+    text = aggregate.final(index, dtype)
+    for name, sql in aggregate.merge(index):
+        text = text.replace(sql, f"`{name}`")
+    return F.expr(text)
+
+
+def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int, keys: list[str],
+              extents: dict[str, Column]) -> Live:
+    """``frame``, ``results`` and ``late`` over the processor's output ``out`` (grouped by
+    ``keys``; ``extents``: the window's extent columns, sessions' from their partials); an
+    output name that is also a stream column reads the result's column on result rows."""
+    is_result = F.col("kind") == "result"
+    named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
+    same = {name for c, name in compiled.output if c == name}
+    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(F.col(name))
+               for name, e in named.items()}
+    columns[EMIT_ROW] = F.col(EMIT_ROW)
+    columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
+    for c in [*payload, WID]:
+        columns.setdefault(c, F.col(c))
+    types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
+    out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
+                     *[e.alias(name) for name, e in extents.items()],
+                     *[_final(a, i, types.get(a.arg)).alias(a.alias) for i, a in enumerate(compiled.aggregates)])
+    frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
+    if compiled.query.having:
+        frame = frame.where(~is_result | F.expr(compiled.query.having))
+    results = frame.where(is_result).select(*named, EMIT_ROW, REVISION)
+    late = frame.where(~is_result).select(*payload, WID)
+    return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)
