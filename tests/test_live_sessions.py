@@ -32,15 +32,15 @@ KEYS = ["a", "b", None]
 DOUBLE_KEYS = {"a": 1.5, "b": -2.25, None: None}  # a NULL double key reads back from state as None, not NaN
 
 
-def schemas(key: DataType) -> tuple[StructType, StructType, StructType, StructType]:
-    """The processor's state schemas, key ``k`` of type ``key``: open sessions (count, sum, least
-    and largest x), counts of emitted sessions, emitted sessions, bound table."""
+def schemas(key: DataType, x: DataType = DoubleType()) -> tuple[StructType, StructType, StructType, StructType]:
+    """The processor's state schemas, key ``k`` of type ``key``, ``x`` of type ``x``: open
+    sessions (count, sum, least and largest x), counts of emitted sessions, emitted sessions,
+    bound table."""
     k = StructField("k", key)
-    partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), DoubleType(),
-                                                                     DoubleType()])]
+    partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), x, x])]
     return (StructType([k, *partials]), StructType([k, StructField(COUNT, LongType())]),
             StructType([k, StructField("wid", LongType()), *partials[2:]]),
-            StructType([StructField(SHAPE, IntegerType()), k, StructField("wid_closed", DoubleType())]))
+            StructType([StructField(SHAPE, IntegerType()), k, StructField("wid_closed", x)]))
 
 
 AGGREGATES = (Aggregate("n", "count"), Aggregate("total", "sum", "v"), Aggregate("first", "min", "x"),
@@ -56,8 +56,8 @@ cuts = st.lists(st.floats(0, 1), min_size=1, max_size=5)  # where to split, as f
 gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
 
 
-def layout(gap: float, key: DataType) -> Layout:
-    opened, _, _, bounds = schemas(key)
+def layout(gap: float, key: DataType, x: DataType = DoubleType()) -> Layout:
+    opened, _, _, bounds = schemas(key, x)
     return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
                   on_all=False, shift=0, consistent=False, pane_schema=opened, closed_schema=bounds, output=opened,
                   gap=Fraction(gap), x="x")
@@ -119,12 +119,12 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
 
 
 def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int] | None = None,
-             key: DataType = StringType()) -> tuple[dict, list]:
+             key: DataType = StringType(), x: DataType = DoubleType()) -> tuple[dict, list]:
     """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's
     input; each part of the state through the state store's row format between batches, the
     emitted sessions appended (``reads``: the batches that read them back)."""
-    lay = layout(gap, key)
-    OPEN, COUNTS, EMITTED, BOUNDS = schemas(key)
+    lay = layout(gap, key, x)
+    OPEN, COUNTS, EMITTED, BOUNDS = schemas(key, x)
     opened, counts, emitted, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, EMITTED, BOUNDS))
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
@@ -133,7 +133,7 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
         tuples = pd.DataFrame([e for e in batch if e["kind"] == 0], columns=["row_num", "k", "x", "v"])
         marks = pd.DataFrame([{"row_num": e["row_num"], "k": e["k"], "wid_closed": e["x"]}
                               for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
-        tuples = tuples.astype({"row_num": "Int64", "x": "float64", "v": "float64",
+        tuples = tuples.astype({"row_num": "Int64", "x": "int64" if x == LongType() else "float64", "v": "float64",
                                 **({"k": "float64"} if isinstance(key, DoubleType) else {})})  # as from Arrow
         def read(batch: int = i) -> pd.DataFrame:
             if reads is not None:
@@ -174,6 +174,32 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
         assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
         assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
     assert sorted(late, key=repr) == sorted(expected_late, key=repr)
+
+
+slack = st.sampled_from([0, 1, 2, 5, 9])  # a punctuation's bound behind the latest x: never above a later tuple
+
+
+@settings(max_examples=max(150, settings.default.max_examples))
+@given(st.lists(st.one_of(tuple_, tuple_, st.tuples(st.just("p"), st.sampled_from(KEYS), slack)), min_size=1,
+                max_size=60), cuts, st.sampled_from([1, 3, 7]), st.sampled_from([1, 2, 4]), st.booleans(),
+       st.randoms(use_true_random=False))
+def test_in_order_streams_emit_the_sessions_the_simulation_emits(draws, cuts, gap, step, whole, rnd):
+    """Tuples in ``x`` order per key, on time (every bound at most the ``x`` of the tuples after
+    it): sessions form at gaps of at least ``g`` and each is emitted at the first punctuation
+    reaching its end, over any split into batches (so sessions open across batches), for
+    long ``x`` (microseconds, ints) and double ``x`` alike; keyed and wildcard punctuations."""
+    rows = sorted(rnd.sample(range(0, 400), len(draws)))
+    xs = [i * step - 37 + (0 if whole else 0.25) for i in range(len(draws))]  # ties none; gaps of step
+    xs = [x + step * 2 * (i // 9) for i, x in enumerate(xs)]  # a wider gap now and then
+    events = [{"kind": 0, "row_num": r, "k": d[1], "x": x, "v": d[3]} if d[0] == "t" else
+              {"kind": 2, "row_num": r, "k": d[1], "x": x - d[2]} for d, r, x in zip(draws, rows, xs)]
+    expected, expected_late = simulate(events, Fraction(gap))
+    got, late = run_live(events, cuts, gap, x=LongType() if whole else DoubleType())
+    assert late == expected_late == []
+    assert got.keys() == expected.keys()
+    for session, (n, total, first, last, emit_row) in expected.items():
+        assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
+        assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
 
 
 def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():

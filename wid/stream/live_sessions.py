@@ -13,7 +13,6 @@ one). Nothing per tuple is kept.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -26,6 +25,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.stream.live_arrival import COUNT, aligned, matched, stack, tally
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
+from wid.stream.session_runs import Emitted, Peaks, in_order, numbers
 from wid.stream.sessions import KeySession, KeySessions, Number
 
 _KEY, _GROUP = "_wid_key", "_wid_group"
@@ -104,35 +104,15 @@ def _scans(present: pd.DataFrame, tuples: pd.DataFrame, state: SessionState,
     return [KeySessions(gap, bound=b, sessions=s, next_id=n) for b, s, n in zip(before, sessions, counts)]
 
 
-@dataclass(frozen=True)
-class _Peaks:
-    """The batch's punctuations of one shape and pattern value: their ``row_num`` s and the
-    running max of their bounds (nondecreasing: found by bisection)."""
-
-    rows: list[int]
-    peaks: list[Number]
-
-    def before(self, row: int | None, strictly: bool = True) -> Number | None:
-        """The bound of the punctuations before ``row`` (``strictly``: a punctuation of the row
-        arrives after its tuple; None: all of them), None if none."""
-        i = len(self.rows) if row is None else (bisect_left if strictly else bisect_right)(self.rows, row)
-        return self.peaks[i - 1] if i else None
-
-    def reaching(self, threshold: Number) -> int | None:
-        """The row of the first punctuation whose running max reaches ``threshold``."""
-        i = bisect_left(self.peaks, threshold)
-        return self.rows[i] if i < len(self.rows) else None
-
-
-def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> list[list[_Peaks]]:
-    """Per key of ``present``: the :class:`_Peaks` of each shape and pattern value binding it."""
-    out: list[list[_Peaks]] = [[] for _ in range(len(present))]
+def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> list[list[Peaks]]:
+    """Per key of ``present``: the :class:`Peaks` of each shape and pattern value binding it."""
+    out: list[list[Peaks]] = [[] for _ in range(len(present))]
     for shape in layout.bounds.shapes:
         mine = layout.bounds.of(punctuations, shape)
         if mine.empty:
             continue
         group = mine.groupby(list(shape), dropna=False, sort=False).ngroup() if shape else pd.Series(0, mine.index)
-        peaks = [_Peaks(frame["row_num"].tolist(), list(accumulate(map(_exact, frame[CLOSED].tolist()), max)))
+        peaks = [Peaks(frame["row_num"].tolist(), list(accumulate(map(_exact, frame[CLOSED].tolist()), max)))
                  for _, frame in mine.groupby(group.to_numpy(), sort=True)]
         labels = mine[list(shape)].assign(**{_GROUP: group.to_numpy()}).drop_duplicates(_GROUP)
         for k, g in _joined(present[[*shape, _KEY]], labels, list(shape))[[_KEY, _GROUP]].itertuples(index=False):
@@ -140,12 +120,15 @@ def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) ->
     return out
 
 
-def _advance_key(scan: KeySessions, arrivals: list[tuple[int, Number, int]], peaks: list[_Peaks],
-                 opened: int) -> None:
-    """One key's batch: its tuples ``(row_num, x, j)`` in arrival order (tuple ``j`` of the
-    batch, member ``opened + j``: its partials follow the ``opened`` open sessions'), and between
-    them the punctuations binding it, each open session emitted at the first that reaches its
-    end (in ``row_num`` order, as :meth:`KeySessions.punctuate` one at a time would)."""
+def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
+                 opened: int) -> Emitted | None:
+    """One key's batch: its tuples (``row_num`` s ``rows`` at ``xs``, tuple ``j`` of the batch
+    for ``j`` in ``js``, member ``opened + j``: its partials follow the ``opened`` open
+    sessions') in arrival order, and between them the punctuations binding it, each open
+    session emitted at the first that reaches its end (in ``row_num`` order, as
+    :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
+    (:func:`wid.stream.session_runs.in_order`): it returns their emissions, the others are in
+    ``scan.members``."""
 
     def bound(row: int | None, strictly: bool = True) -> Number | None:  # row None: all the batch's
         return max((b for p in peaks if (b := p.before(row, strictly)) is not None), default=None)
@@ -158,13 +141,16 @@ def _advance_key(scan: KeySessions, arrivals: list[tuple[int, Number, int]], pea
             first = min(row for end in ends for p in peaks if (row := p.reaching(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
-    for row, x, j in arrivals:
-        reached = bound(row)
-        emit(reached)
-        if reached is not None:
-            scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
-        scan.arrive(j, x, opened + j)  # late: keyed by j
-    emit(bound(None))
+    fast = in_order(scan, rows, xs, js, peaks, opened)
+    if fast is None:
+        for row, x, j in zip(rows.tolist(), xs.tolist(), js.tolist()):
+            reached = bound(row)
+            emit(reached)
+            if reached is not None:
+                scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
+            scan.arrive(j, x, opened + j)  # late: keyed by j
+        emit(bound(None))
+    return fast
 
 
 def _exact(value) -> Number:
@@ -211,29 +197,38 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
         present = pd.DataFrame(index=range(1 if len(opened) or len(tuples) else 0))
     present = present.assign(**{_KEY: np.arange(len(present))})
     scans = _scans(present, tuples, replace(state, opened=opened), layout)
-    arrivals: list[list[tuple[int, Number, int]]] = [[] for _ in range(len(present))]
-    for k, row, x, j in zip(_keyed(tuples, present, keys).tolist(), tuples["row_num"].tolist(),
-                            tuples[layout.x].tolist(), range(len(tuples))):
-        arrivals[k].append((row, _exact(x), j))
-    for scan, mine, peaks in zip(scans, arrivals, _peaks(punctuations, present, layout)):
-        _advance_key(scan, mine, peaks, len(opened))
+    owner = _keyed(tuples, present, keys)
+    order = np.argsort(owner, kind="stable")  # by key, in arrival order
+    rows = tuples["row_num"].to_numpy("int64")[order]
+    xs = tuples[layout.x].to_numpy()
+    xs = (xs.astype("int64") if xs.dtype.kind in "iu" else numbers([_exact(x) for x in xs.tolist()]))[order]
+    cuts = np.searchsorted(owner[order], np.arange(len(present) + 1))
+    fast: list[Emitted] = []
+    for k, (scan, peaks) in enumerate(zip(scans, _peaks(punctuations, present, layout))):
+        mine = slice(cuts[k], cuts[k + 1])
+        if (emitted := _advance_key(scan, rows[mine], xs[mine], order[mine], peaks, len(opened))) is not None:
+            fast.append(emitted)
         if end:
             scan.punctuate(None, None)
     parts = stack([opened[[*keys, *names]], pd.concat(
         [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
-    results = _emitted(scans, parts, layout)
+    results = _emitted(scans, fast, parts, layout)
     after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys), state.emitted,
                          layout.bounds.after(punctuations, state.bounds))
     return results, _late(scans, tuples, layout), after, results[[*keys, WID, *names[-2:]]]
 
 
-def _emitted(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """Every session the scans emitted: keys, ``wid``, ``emit_row``, the merged partials of its members."""
+def _emitted(scans: list[KeySessions], fast: list[Emitted], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    """Every session emitted (by the scans, and at once: ``fast``): keys, ``wid``, ``emit_row``,
+    the merged partials of its members."""
     keys = list(layout.keys)
-    emitted = [(m, w, row) for scan in scans for m, w, _, row in scan.members]
-    members, wids, rows = (list(c) for c in zip(*emitted)) if emitted else ([], [], [])
-    frame = parts.iloc[members][[*keys, *layout.partials]].reset_index(drop=True)
-    frame = frame.assign(**{WID: pd.array(wids, dtype="Int64"), EMIT_ROW: pd.array(rows, dtype="Int64")})
+    slow = [(m, w, row) for scan in scans for m, w, _, row in scan.members]
+    members, wids, rows = (list(c) for c in zip(*slow)) if slow else ([], [], [])
+    member, wid, row = (np.concatenate([np.asarray(c, dtype="int64"), *(f[i] for f in fast)]) for i, c in
+                        enumerate([members, wids, [0 if r is None else r for r in rows]]))
+    null = np.concatenate([np.array([r is None for r in rows], dtype=bool), np.zeros(len(row) - len(rows), dtype=bool)])
+    frame = parts.iloc[member][[*keys, *layout.partials]].reset_index(drop=True)
+    frame = frame.assign(**{WID: pd.array(wid, dtype="Int64"), EMIT_ROW: pd.arrays.IntegerArray(row, null)})
     return merge(frame, [*keys, WID, EMIT_ROW], list(layout.aggregates))
 
 

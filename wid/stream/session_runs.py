@@ -1,0 +1,142 @@
+"""One key's batch of session tuples at once, when they come in order and on time (live mode,
+:mod:`wid.stream.live_sessions`): the common case of a stream punctuated with slack, without a
+step per tuple.
+
+If the key's tuples arrive in ``x`` order, each at or above the bound ``B`` when it arrives and
+the first at or above the last of every session before the batch, then no tuple is late and
+none touches an emitted session (``x >= B >= last + g``). Sessions are the runs of tuples
+between gaps ``x' - x >= g`` (the first run joins the last session before the batch when it
+touches it), and each is emitted at the first punctuation whose running max reaches its end
+``last + g``: never before its last tuple arrives (the bound then is at most that tuple's
+``x``), and, ends rising with starts, in start order, so its id is the next in that order.
+That is what :meth:`wid.stream.sessions.KeySessions.arrive` and ``punctuate``, called per
+tuple and punctuation, would do.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from functools import cached_property, reduce
+
+import numpy as np
+
+from wid.stream.sessions import KeySession, KeySessions, Number
+
+#: Per member of the sessions emitted: the member (a row of the batch's partials), ``wid``, ``emit_row``.
+Emitted = tuple[np.ndarray, np.ndarray, np.ndarray]
+_NEVER = np.iinfo(np.int64).max
+
+
+def numbers(values: list[Number]) -> np.ndarray:
+    """Exact numbers as an array: int64 when all are whole (and fit), else objects.
+
+    >>> numbers([1, 2]).dtype, numbers([1, 0.5]).dtype
+    (dtype('int64'), dtype('O'))
+    """
+    if all(isinstance(v, int) and -2**63 < v < 2**63 for v in values):
+        return np.asarray(values, dtype="int64")
+    return np.asarray(values, dtype=object)
+
+
+@dataclass(frozen=True)
+class Peaks:
+    """The batch's punctuations of one shape and pattern value: their ``row_num`` s and the
+    running max of their bounds (nondecreasing: found by bisection).
+
+    >>> p = Peaks([2, 5], [10, 30])
+    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31)
+    (10, 30, 5, None)
+    >>> p.before_each(np.array([0, 3, 9]), -1).tolist(), p.reaching_each(np.array([5, 20, 31])).tolist()
+    ([-1, 10, 30], [2, 5, 9223372036854775807])
+    """
+
+    rows: list[int]
+    peaks: list[Number]
+
+    def before(self, row: int | None, strictly: bool = True) -> Number | None:
+        """The bound of the punctuations before ``row`` (``strictly``: a punctuation of the row
+        arrives after its tuple; None: all of them), None if none."""
+        i = len(self.rows) if row is None else (bisect_left if strictly else bisect_right)(self.rows, row)
+        return self.peaks[i - 1] if i else None
+
+    def reaching(self, threshold: Number) -> int | None:
+        """The row of the first punctuation whose running max reaches ``threshold``."""
+        i = bisect_left(self.peaks, threshold)
+        return self.rows[i] if i < len(self.rows) else None
+
+    @cached_property
+    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.rows, dtype="int64"), numbers(self.peaks)
+
+    def before_each(self, rows: np.ndarray, floor: Number) -> np.ndarray:
+        """:meth:`before` (strictly) of each of ``rows``, ``floor`` where none; of ``floor``'s
+        array type (int64 for an int, else objects)."""
+        at, peaks = self._arrays
+        kind = "int64" if isinstance(floor, int) else object
+        i = np.searchsorted(at, rows, "left")
+        return np.where(i > 0, peaks[i - 1].astype(kind), np.asarray(floor, dtype=kind))
+
+    def reaching_each(self, thresholds: np.ndarray) -> np.ndarray:
+        """:meth:`reaching` of each of ``thresholds``, the largest int64 where none."""
+        at, peaks = self._arrays
+        return np.append(at, _NEVER)[np.searchsorted(peaks.astype(thresholds.dtype), thresholds, "left")]
+
+    @property
+    def whole(self) -> bool:
+        """Every bound a whole number."""
+        return self._arrays[1].dtype.kind == "i"
+
+
+def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
+             opened: int) -> Emitted | None:
+    """The key's batch at once (module doc), or None (nothing done) unless its tuples come in
+    order and on time: tuple ``j`` of the batch (``j`` in ``js``, member ``opened + j``) at
+    ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key.
+    Returns what the sessions emitted; ``scan`` keeps the open ones, the next id and the bound.
+
+    >>> scan = KeySessions(2, bound=0)
+    >>> [a.tolist() for a in in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
+    ...                               [Peaks([3, 4], [2, 4])], opened=0)]
+    [[1, 0], [0, 0], [4, 4]]
+    >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id, scan.bound
+    ([(5, 5, [2])], 1, 4)
+    """
+    whole = xs.dtype.kind == "i" and all(isinstance(v, int) for v in (
+        scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound]))) and all(
+        p.whole for p in peaks)
+    kind, floor = ("int64", int(np.iinfo(np.int64).min)) if whole else (object, -math.inf)
+    xs, gap = xs.astype(kind), scan.gap
+    start = np.full(len(xs), floor if scan.bound is None else scan.bound, dtype=kind)
+    bound = reduce(np.maximum, (p.before_each(rows, floor) for p in peaks), start)
+    if not len(xs) or not (xs >= bound).all() or (np.diff(xs) < 0).any() or (
+            scan.sessions and xs[0] < max(s.last for s in scan.sessions)):
+        return None
+    tail = scan.sessions[-1] if scan.sessions and xs[0] < scan.sessions[-1].last + gap else None
+    firsts = np.flatnonzero(np.append(True, (xs[1:] >= xs[:-1] + gap).astype(bool)))
+    lasts = np.append(firsts[1:], len(xs)) - 1
+    # the sessions in start order: the open ones before the batch, then the batch's (the first with the tail)
+    old = sorted((s for s in scan.open if s is not tail), key=lambda s: s.start)
+    held = [*old, *([tail] if tail else [])]
+    run = len(old) + np.repeat(np.arange(len(firsts)), np.diff(np.append(firsts, len(xs))))
+    latest = np.lexsort((-np.arange(len(xs)), run))  # per session the latest tuple first, as arrive() merges
+    group = np.concatenate([np.repeat(np.arange(len(held)), [len(s.members) for s in held]), run[latest]])
+    member = np.concatenate([np.asarray([m for s in held for m in s.members], dtype="int64"), opened + js[latest]])
+    by = np.argsort(group, kind="stable")  # the tail's members after the first run's tuples
+    group, member = group[by], member[by]
+    ends = np.concatenate([np.asarray([s.last + gap for s in old], dtype=kind), xs[lasts] + gap])
+    due = reduce(np.minimum, (p.reaching_each(ends) for p in peaks), np.full(len(ends), _NEVER))
+    done = due < _NEVER
+    wid = scan.next_id + np.cumsum(done) - 1
+    emitted = done[group]
+    first, last = [s.start for s in old] + xs[firsts].tolist(), [s.last for s in old] + xs[lasts].tolist()
+    if tail is not None:
+        first[len(old)] = tail.start
+    split = np.searchsorted(group, np.arange(len(due) + 1))
+    scan.open = [KeySession(first[g], last[g], member[split[g]:split[g + 1]].tolist())
+                 for g in np.flatnonzero(~done).tolist()]
+    scan.sessions, scan.starts = list(scan.open), [s.start for s in scan.open]
+    scan.next_id += int(done.sum())
+    scan.bound = max([b for b in (scan.bound, *(p.peaks[-1] for p in peaks)) if b is not None], default=None)
+    return member[emitted], wid[group[emitted]], due[group[emitted]]
