@@ -293,6 +293,34 @@ def test_live_sessions_equal_replay(spark, tmp_path):
     assert lates.pop("end_only") == (0, 0) and all(with_id and without for with_id, without in lates.values())
 
 
+def test_a_late_tuple_names_sessions_emitted_in_an_earlier_micro_batch(spark, tmp_path):
+    """The emitted sessions come back from the state a batch later: three files of three
+    elements; the first emits ``a``'s and the NULL key's sessions (bound 10, on all keys); in
+    the second 2.2 touches ``a``'s ``[1, 2.5)`` and 0.9 the NULL key's ``[2, 3.5)`` (late with
+    their ids); in the third 5.0 touches nothing below the bound (late, no id); the end emits
+    ``b``'s and ``a``'s last sessions."""
+    one = Decimal("0.000001")
+    elements = [(0, "a", 1.0, 1, one, 0.0, False), (2, None, 2.0, 2, one, 1.0, False),
+                (4, None, 10.0, None, None, None, True),
+                (6, "a", 2.2, 3, one, 2.0, False), (8, None, 0.9, 4, one, 3.0, False),
+                (10, "b", 11.0, 5, one, 4.0, False),
+                (12, "a", 5.0, 6, one, 5.0, False), (14, "a", 20.0, 7, one, 6.0, False),
+                (16, "b", 11.5, 8, one, 7.0, False)]
+    frame = spark.createDataFrame(elements, COLUMNS)
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_late")
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))
+    text = SESSIONS.format(view=VIEW + "_late")
+    job = live(spark, text, tuples, punctuate.embedded(punctuations))
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text, punctuation=punctuate.embedded(frame.where(F.col(FLAG)).select("row_num", "k", "x")))
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    assert sorted((r.row_num, r.wid) for r in late.collect()) == [(6, 0), (8, 0), (12, None)]
+    assert sorted((r.k or "", r.wid, r.n, r.emit_row) for r in results.collect()) == [
+        ("", 0, 1, 4), ("a", 0, 1, 4), ("a", 1, 1, None), ("b", 0, 2, None)]
+
+
 def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
     """A timestamp attribute with microseconds: gaps compared in epoch microseconds,
     ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form."""

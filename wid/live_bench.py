@@ -5,11 +5,12 @@ files and ``Trigger.AvailableNow`` for both), after a warm-up run of both on a s
 (the JVM's first queries, not the engines, would otherwise decide the first one measured).
 wid live runs ``[RANGE r SLIDE s WATTR ts]`` (or ``[SESSION g WATTR ts]``) per segment closed by
 ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)`` (or ``session_window(ts, g)``)
-with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets`` partitions. Reported: rows/s of each (one run, wall
-clock from start to the end of the last batch) and the largest state of each operator, per key
-and per (key, open window): Spark's from its operator's metric, wid's panes read back from its
-checkpoint after each batch (the operator's metric counts a bucket's list of panes as one row);
-with the machine's load average before the run (idle or loaded).
+with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets``
+partitions. Reported: rows/s of each (one run, wall clock from start to the end of the last
+batch) and the largest state of each operator, per key and per (key, open window): Spark's
+from its operator's metric, wid's panes read back from its checkpoint after each batch (the
+operator's metric counts a bucket's list of panes as one row), and for sessions the emitted
+sessions wid keeps; with the machine's load average before the run (idle or loaded).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
+from wid.stream.live_arrival import COUNT
 from wid.stream import live_run
 from wid.stream.live import END_COLUMN, live
 from wid.stream.punctuate import slack
@@ -53,13 +55,23 @@ def _state_rows(progress: list[dict]) -> int:
                default=0)
 
 
-def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict], variable: str = "panes") -> int:
-    """The most rows of a list state of wid's stateful step after a micro-batch, read from its
-    checkpoint with Spark's state data source (``panes``: one row per pane; sessions:
-    ``emitted``, one row per emitted session)."""
-    reader = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", variable)
-              .option("flattenCollectionTypes", "true"))
-    return max((reader.option("batchId", p["batchId"]).load().count() for p in progress), default=0)
+def _state(spark: SparkSession, checkpoint: Path, variable: str, batch: int) -> DataFrame:
+    """A list state of wid's stateful step after micro-batch ``batch``, one row per element,
+    read from its checkpoint with Spark's state data source."""
+    return (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", variable)
+            .option("flattenCollectionTypes", "true").option("batchId", batch).load())
+
+
+def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> int:
+    """The most panes (rows of ``panes``) of wid's stateful step after a micro-batch."""
+    return max((_state(spark, checkpoint, "panes", p["batchId"]).count() for p in progress), default=0)
+
+
+def _emitted_sessions(spark: SparkSession, checkpoint: Path, batch: int) -> int:
+    """The sessions emitted up to micro-batch ``batch``, all kept in ``emitted`` (in rows of
+    ``counts``: per key, how many)."""
+    counts = _state(spark, checkpoint, "counts", batch)
+    return counts.agg(F.sum(f"list_element.{COUNT}")).first()[0] or 0
 
 
 def _windows(range_s: int, slide_s: int, gap: int | None) -> tuple[str, Column]:
@@ -107,7 +119,7 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
         checkpoint = Path(work) / "run" / WID_CHECKPOINT
         sizes = [("panes", _pane_rows(spark, checkpoint, wid_progress)), ("state rows", _state_rows(spark_progress))]
-        emitted = _pane_rows(spark, checkpoint, wid_progress[-1:], "emitted") if gap is not None else None
+        emitted = _emitted_sessions(spark, checkpoint, wid_progress[-1]["batchId"]) if gap is not None else None
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
@@ -117,7 +129,7 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
-    if emitted is not None:  # what a late tuple may touch: (key, id, start, last), one row per emitted session
+    if emitted is not None:  # what a late tuple may touch: (id, start, last) of each, a state row per key and batch
         lines.append(f"wid emitted sessions kept at the end: {emitted} ({emitted / segments:.1f} per key)")
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")

@@ -7,9 +7,9 @@ attribute in the units of the ids' arithmetic; ``wid_closed``: a punctuation on 
 
 from __future__ import annotations
 
-from decimal import Decimal
-
+import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -95,18 +95,20 @@ def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
 
 
 def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) -> Expr:
-    """``x``, failing the query with a message naming the tuple when it is NULL or NaN, or
-    (with ``limit``) infinite or beyond ``±limit``, where window-ids stop being exact longs."""
+    """``x``, failing the query with a message naming the tuple when it is NULL, NaN or
+    infinite, or (with ``limit``) beyond ``±limit``, where window-ids stop being exact longs."""
     nan = isinstance(dtype, (FloatType, DoubleType))
     null = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
-    far = (f"wid: window attribute {name!r} = ",
-           f" is infinite or beyond ±{limit} (window-ids would not be exact) in the tuple with row_num=")
+    far = (f"wid: window attribute {name!r} = ", " is infinite" + (
+        f" or beyond ±{limit} (window-ids would not be exact)" if limit is not None else "") + " in the tuple with row_num=")
+    # a finite double is at most the largest one: beyond it only the infinities
+    threshold = Decimal(limit) if limit is not None else sys.float_info.max if nan else None
     if isinstance(x, Sql):
         row = "coalesce(CAST(`row_num` AS STRING), 'NULL')"
         bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
         cases = f"WHEN {bad} THEN raise_error(concat({literal(null)}, {row})) "
-        if limit is not None:
-            cases += (f"WHEN abs({x}) > {literal(Decimal(limit))} THEN raise_error(concat({literal(far[0])}, "
+        if threshold is not None:
+            cases += (f"WHEN abs({x}) > {literal(threshold)} THEN raise_error(concat({literal(far[0])}, "
                       f"CAST({x} AS STRING), {literal(far[1])}, {row})) ")
         return Sql(f"CASE {cases}ELSE {x} END")
     bad = x.isNull()
@@ -114,9 +116,9 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) ->
         bad = bad | F.isnan(x)
     row = F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))
     out = F.when(bad, F.raise_error(F.concat(F.lit(null), row)))
-    if limit is not None:
+    if threshold is not None:
         message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), row)
-        out = out.when(F.abs(x) > F.lit(Decimal(limit)), F.raise_error(message))
+        out = out.when(F.abs(x) > F.lit(threshold), F.raise_error(message))
     return out.otherwise(x)
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from itertools import accumulate
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.stream.live_arrival import COUNT, aligned, matched, stack, tally
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
-from wid.stream.session_runs import Emitted, Peaks, in_order, numbers
+from wid.stream.session_runs import Emitted, Peaks, exact, exact_values, in_order
 from wid.stream.sessions import KeySession, KeySessions, Number
 
 _KEY, _GROUP = "_wid_key", "_wid_group"
@@ -59,44 +58,47 @@ def _keyed(frame: pd.DataFrame, present: pd.DataFrame, keys: list[str]) -> np.nd
     return matched(frame, present, keys, _KEY).fillna(-1).to_numpy("int64")
 
 
-def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) -> list[Fraction | None]:
+def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) -> list[Number | None]:
     """Per key of ``present``: its bound ``B`` before the batch (the largest stored
     ``wid_closed`` of a shape matching it), None when no punctuation has bound it."""
-    best: list[Fraction | None] = [None] * len(present)
+    best: list[Number | None] = [None] * len(present)
     for sid, shape in enumerate(layout.bounds.shapes):
         table = stored[stored[SHAPE] == sid]
         if table.empty:
             continue
         pairs = _joined(present[[*shape, _KEY]], table[[*shape, CLOSED]], list(shape))
         for k, bound in zip(pairs[_KEY].tolist(), pairs[CLOSED].tolist()):
-            b = _exact(bound)
+            b = exact(bound)
             best[k] = b if best[k] is None else max(best[k], b)
     return best
 
 
-def _scans(present: pd.DataFrame, tuples: pd.DataFrame, state: SessionState,
+def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: SessionState,
            layout: Layout) -> list[KeySessions]:
     """Per key of ``present``: its bound ``B``, next id and sessions from the state: the open
     ones (member ``i``: the partials of ``state.opened``'s row ``i``) and, read only for keys
     with a tuple below ``B`` (the only ones that can touch a session emitted before), the
-    emitted ones such a tuple may touch (``last + g > x``)."""
+    emitted ones such a tuple may touch (``last + g > x``). The batch's tuples: of key
+    ``owner[i]`` at ``xs[i]`` (exact)."""
     keys, (first, last) = list(layout.keys), layout.partials[-2:]
     gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
     before = _bounds_before(present, state.bounds, layout)
-    lowest: dict[int, Fraction] = {}
-    for k, x in zip(_keyed(tuples, present, keys).tolist(), tuples[layout.x].tolist()):
-        if before[k] is not None and _exact(x) < before[k]:
-            lowest[k] = min(lowest.get(k, _exact(x)), _exact(x))
+    bounded = np.asarray([b is not None for b in before], dtype=bool)
+    near = np.flatnonzero(bounded[owner]) if len(owner) else owner
+    lowest: dict[int, Number] = {}
+    below = near[xs[near] < np.asarray(before, dtype=object)[owner[near]]] if len(near) else near
+    for k, x in zip(owner[below].tolist(), xs[below].tolist()):
+        lowest[k] = min(lowest.get(k, x), x)
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
     if lowest:
         emitted = state.emitted()
         for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
                               emitted[first].tolist(), emitted[last].tolist()):
-            if k in lowest and _exact(e) + gap > lowest[k]:
-                sessions[k].append(KeySession(_exact(s), _exact(e), wid=int(w), revision=0, closed=True))
+            if k in lowest and exact(e) + gap > lowest[k]:
+                sessions[k].append(KeySession(exact(s), exact(e), wid=int(w), revision=0, closed=True))
     for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
                                       state.opened[last].tolist())):
-        sessions[k].append(KeySession(_exact(s), _exact(e), [i]))
+        sessions[k].append(KeySession(exact(s), exact(e), [i]))
     if keys:
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:
@@ -112,7 +114,7 @@ def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) ->
         if mine.empty:
             continue
         group = mine.groupby(list(shape), dropna=False, sort=False).ngroup() if shape else pd.Series(0, mine.index)
-        peaks = [Peaks(frame["row_num"].tolist(), list(accumulate(map(_exact, frame[CLOSED].tolist()), max)))
+        peaks = [Peaks.running(frame["row_num"].to_numpy("int64"), exact_values(frame[CLOSED]))
                  for _, frame in mine.groupby(group.to_numpy(), sort=True)]
         labels = mine[list(shape)].assign(**{_GROUP: group.to_numpy()}).drop_duplicates(_GROUP)
         for k, g in _joined(present[[*shape, _KEY]], labels, list(shape))[[_KEY, _GROUP]].itertuples(index=False):
@@ -153,11 +155,6 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
     return fast
 
 
-def _exact(value) -> Number:
-    """A value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction."""
-    return value if isinstance(value, int) else Fraction(value)
-
-
 def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionState, layout: Layout,
                      end: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, SessionState, pd.DataFrame]:
     """Steps 3 and 4 for sessions: ``(results, late, state, added)``. In: the batch's ``tuples``
@@ -196,12 +193,10 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     else:
         present = pd.DataFrame(index=range(1 if len(opened) or len(tuples) else 0))
     present = present.assign(**{_KEY: np.arange(len(present))})
-    scans = _scans(present, tuples, replace(state, opened=opened), layout)
-    owner = _keyed(tuples, present, keys)
+    owner, xs = _keyed(tuples, present, keys), exact_values(tuples[layout.x])
+    scans = _scans(present, owner, xs, replace(state, opened=opened), layout)
     order = np.argsort(owner, kind="stable")  # by key, in arrival order
-    rows = tuples["row_num"].to_numpy("int64")[order]
-    xs = tuples[layout.x].to_numpy()
-    xs = (xs.astype("int64") if xs.dtype.kind in "iu" else numbers([_exact(x) for x in xs.tolist()]))[order]
+    rows, xs = tuples["row_num"].to_numpy("int64")[order], xs[order]
     cuts = np.searchsorted(owner[order], np.arange(len(present) + 1))
     fast: list[Emitted] = []
     for k, (scan, peaks) in enumerate(zip(scans, _peaks(punctuations, present, layout))):

@@ -18,9 +18,11 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property, reduce
 
 import numpy as np
+import pandas as pd
 
 from wid.stream.sessions import KeySession, KeySessions, Number
 
@@ -29,10 +31,15 @@ Emitted = tuple[np.ndarray, np.ndarray, np.ndarray]
 _NEVER = np.iinfo(np.int64).max
 
 
+def exact(value) -> Number:
+    """A value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction."""
+    return value if isinstance(value, int) else Fraction(value)
+
+
 def numbers(values: list[Number]) -> np.ndarray:
     """Exact numbers as an array: int64 when all are whole (and fit), else objects.
 
-    >>> numbers([1, 2]).dtype, numbers([1, 0.5]).dtype
+    >>> numbers([1, 2]).dtype, numbers([1, Fraction(1, 2)]).dtype
     (dtype('int64'), dtype('O'))
     """
     if all(isinstance(v, int) and -2**63 < v < 2**63 for v in values):
@@ -40,53 +47,72 @@ def numbers(values: list[Number]) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
+def exact_values(column: pd.Series) -> np.ndarray:
+    """A column of values of ``x`` (no NULL) as exact numbers (:func:`numbers`): longs at once,
+    doubles and decimals one by one as Fractions."""
+    if pd.api.types.is_integer_dtype(column.dtype):
+        return column.to_numpy("int64")
+    return numbers([exact(v) for v in column.tolist()])
+
+
 @dataclass(frozen=True)
 class Peaks:
     """The batch's punctuations of one shape and pattern value: their ``row_num`` s and the
-    running max of their bounds (nondecreasing: found by bisection).
+    running max of their bounds (:func:`numbers`; nondecreasing: found by bisection).
 
-    >>> p = Peaks([2, 5], [10, 30])
-    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31)
-    (10, 30, 5, None)
+    >>> p = Peaks.running(np.array([2, 5, 7]), np.array([10, 30, 20]))
+    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31), p.last
+    (10, 30, 5, None, 30)
     >>> p.before_each(np.array([0, 3, 9]), -1).tolist(), p.reaching_each(np.array([5, 20, 31])).tolist()
     ([-1, 10, 30], [2, 5, 9223372036854775807])
     """
 
-    rows: list[int]
-    peaks: list[Number]
+    rows: np.ndarray
+    peaks: np.ndarray
+
+    @staticmethod
+    def running(rows: np.ndarray, bounds: np.ndarray) -> Peaks:
+        """The peaks of punctuations at ``rows`` (ascending) with ``bounds`` (exact numbers)."""
+        return Peaks(rows.astype("int64"), np.maximum.accumulate(bounds) if len(bounds) else bounds)
+
+    @cached_property
+    def _lists(self) -> tuple[list[int], list[Number]]:
+        return self.rows.tolist(), self.peaks.tolist()
+
+    @property
+    def last(self) -> Number:
+        """The largest bound."""
+        return self._lists[1][-1]
 
     def before(self, row: int | None, strictly: bool = True) -> Number | None:
         """The bound of the punctuations before ``row`` (``strictly``: a punctuation of the row
         arrives after its tuple; None: all of them), None if none."""
-        i = len(self.rows) if row is None else (bisect_left if strictly else bisect_right)(self.rows, row)
-        return self.peaks[i - 1] if i else None
+        rows, peaks = self._lists
+        i = len(rows) if row is None else (bisect_left if strictly else bisect_right)(rows, row)
+        return peaks[i - 1] if i else None
 
     def reaching(self, threshold: Number) -> int | None:
         """The row of the first punctuation whose running max reaches ``threshold``."""
-        i = bisect_left(self.peaks, threshold)
-        return self.rows[i] if i < len(self.rows) else None
-
-    @cached_property
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.asarray(self.rows, dtype="int64"), numbers(self.peaks)
+        rows, peaks = self._lists
+        i = bisect_left(peaks, threshold)
+        return rows[i] if i < len(rows) else None
 
     def before_each(self, rows: np.ndarray, floor: Number) -> np.ndarray:
         """:meth:`before` (strictly) of each of ``rows``, ``floor`` where none; of ``floor``'s
         array type (int64 for an int, else objects)."""
-        at, peaks = self._arrays
         kind = "int64" if isinstance(floor, int) else object
-        i = np.searchsorted(at, rows, "left")
-        return np.where(i > 0, peaks[i - 1].astype(kind), np.asarray(floor, dtype=kind))
+        i = np.searchsorted(self.rows, rows, "left")
+        return np.where(i > 0, self.peaks[i - 1].astype(kind), np.asarray(floor, dtype=kind))
 
     def reaching_each(self, thresholds: np.ndarray) -> np.ndarray:
         """:meth:`reaching` of each of ``thresholds``, the largest int64 where none."""
-        at, peaks = self._arrays
-        return np.append(at, _NEVER)[np.searchsorted(peaks.astype(thresholds.dtype), thresholds, "left")]
+        found = np.searchsorted(self.peaks.astype(thresholds.dtype), thresholds, "left")
+        return np.append(self.rows, _NEVER)[found]
 
     @property
     def whole(self) -> bool:
         """Every bound a whole number."""
-        return self._arrays[1].dtype.kind == "i"
+        return self.peaks.dtype.kind == "i"
 
 
 def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
@@ -98,7 +124,7 @@ def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray
 
     >>> scan = KeySessions(2, bound=0)
     >>> [a.tolist() for a in in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
-    ...                               [Peaks([3, 4], [2, 4])], opened=0)]
+    ...                               [Peaks.running(np.array([3, 4]), np.array([2, 4]))], opened=0)]
     [[1, 0], [0, 0], [4, 4]]
     >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id, scan.bound
     ([(5, 5, [2])], 1, 4)
@@ -138,5 +164,5 @@ def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray
                  for g in np.flatnonzero(~done).tolist()]
     scan.sessions, scan.starts = list(scan.open), [s.start for s in scan.open]
     scan.next_id += int(done.sum())
-    scan.bound = max([b for b in (scan.bound, *(p.peaks[-1] for p in peaks)) if b is not None], default=None)
+    scan.bound = max([b for b in (scan.bound, *(p.last for p in peaks)) if b is not None], default=None)
     return member[emitted], wid[group[emitted]], due[group[emitted]]
