@@ -66,14 +66,54 @@ def attribute_type(df: DataFrame, name: str) -> DataType:
     return fields[name.lower()]
 
 
+MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
+
+
+def epoch_micros(column: Expr, dtype: DataType) -> Expr:
+    """Epoch microseconds of a timestamp or date: a TIMESTAMP's instant; a TIMESTAMP_NTZ's wall
+    clock as if in UTC, from its date and fields (no time zone: an hour is an hour across a DST
+    change, as Spark's ``window()`` reads it; a cast to TIMESTAMP would apply the session's);
+    a date's midnight in the session time zone (as a cast to TIMESTAMP, and ``window()``, give
+    it). A Column, or SQL text for :class:`Sql`.
+
+    >>> epoch_micros(Sql.column("t"), TimestampType())
+    Sql(text='unix_micros(CAST(`t` AS TIMESTAMP))')
+    """
+    if isinstance(dtype, TimestampNTZType):
+        seconds = (Sql(f"date_part('SECOND', {column})") if isinstance(column, Sql)
+                   else F.date_part(F.lit("SECOND"), column))  # with the fraction: decimal(8, 6)
+        return (call("unix_date", column.cast("date")).cast("long") * MICROS_PER_DAY
+                + (call("hour", column) * 3600 + call("minute", column) * 60).cast("long") * MICROS_PER_SECOND
+                + (seconds * MICROS_PER_SECOND).cast("long"))
+    return call("unix_micros", column.cast("timestamp"))
+
+
+def rattr_value(v: Expr, dtype: DataType) -> Expr:
+    """A value in x units (:func:`numeric_value`) as a value of the attribute's type ``dtype``
+    (for timestamps and dates the inverse of :func:`epoch_micros`)."""
+    if isinstance(dtype, TimestampNTZType):  # the day's midnight plus the rest, both without a time zone
+        rest = call("pmod", v, MICROS_PER_DAY)
+        day = call("date_from_unix_date", call("div", v - rest, MICROS_PER_DAY).cast("int"))
+        if isinstance(v, Sql):
+            return Sql(f"(CAST({day} AS TIMESTAMP_NTZ) + make_dt_interval(0, 0, 0, "
+                       f"CAST({rest} AS DECIMAL(18, 0)) / {MICROS_PER_SECOND}))")
+        return day.cast("timestamp_ntz") + F.make_dt_interval(
+            F.lit(0), F.lit(0), F.lit(0), rest.cast("decimal(18, 0)") / MICROS_PER_SECOND)
+    if isinstance(dtype, TimestampType):
+        return call("timestamp_micros", v).cast(dtype)
+    if isinstance(dtype, DateType):
+        return call("timestamp_micros", v).cast("date")
+    return v.cast(dtype)
+
+
 def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
     """``(x, factor)``: ``column`` as a number and the factor from clause units to x's units.
 
-    Timestamps and dates become epoch microseconds (factor 10**6, exact on longs),
-    integral columns longs, other numbers doubles.
+    Timestamps and dates become epoch microseconds (:func:`epoch_micros`; factor 10**6, exact
+    on longs), integral columns longs, other numbers doubles.
     """
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
-        return call("unix_micros", column.cast("timestamp")), MICROS_PER_SECOND
+        return epoch_micros(column, dtype), MICROS_PER_SECOND
     if isinstance(dtype, IntegralType):
         return column.cast("long"), 1
     if isinstance(dtype, NumericType):
@@ -120,15 +160,6 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) ->
         message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), row)
         out = out.when(F.abs(x) > F.lit(threshold), F.raise_error(message))
     return out.otherwise(x)
-
-
-def rattr_value(v: Expr, dtype: DataType) -> Expr:
-    """A value in x units (:func:`numeric_value`) as a value of the attribute's type ``dtype``."""
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
-        return call("timestamp_micros", v).cast(dtype)
-    if isinstance(dtype, DateType):
-        return call("timestamp_micros", v).cast("date")
-    return v.cast(dtype)
 
 
 def bound_value(v: Expr, dtype: DataType, places: int = 0) -> Expr:

@@ -29,7 +29,7 @@ from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, Floa
                                TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                numeric_value, time_like)
+                                epoch_micros, numeric_value, rattr_value, time_like)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
 from wid.spec.aware import Session
@@ -51,13 +51,13 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
         if micros.denominator != 1:
             raise WidError(f"SESSION gap on timestamp {spec.wattr!r} must be a whole number of microseconds, "
                            f"got {spec.gap!r} s")
-        kind = "timestamp_ntz" if isinstance(dtype, TimestampNTZType) else "timestamp"
+        kind = TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
 
         def x(c: Expr) -> Expr:
-            return call("unix_micros", c.cast("timestamp"))
+            return epoch_micros(c, dtype)
 
         return ((lambda a, prev: x(a) - x(prev) >= constant(int(micros), a)),
-                lambda last: call("timestamp_micros", x(last) + constant(int(micros), last)).cast(kind))
+                lambda last: rattr_value(x(last) + constant(int(micros), last), kind))
     if isinstance(dtype, IntegralType):
         steps = math.ceil(gap)
         return ((lambda a, prev: a.cast("long") - prev.cast("long") >= constant(steps, a)),
@@ -152,8 +152,6 @@ def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> d
     """``session_start`` and ``session_end`` of a session from its least and largest
     :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them."""
     if time_like(dtype):
-        kind = "date" if isinstance(dtype, DateType) else "timestamp_ntz" if isinstance(dtype, TimestampNTZType) \
-            else "timestamp"
-        first, last = F.timestamp_micros(first).cast(kind), F.timestamp_micros(last).cast(kind)
+        first, last = rattr_value(first, dtype), rattr_value(last, dtype)
     _, end = _arithmetic(dtype, spec)
     return {SESSION_START: first, SESSION_END: end(last)}

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DateType, TimestampNTZType, TimestampType
 
-from wid.bucket.columns import EMIT_ROW, WID, attribute_type
+from wid.bucket.columns import EMIT_ROW, WID, attribute_type, epoch_micros, time_like
 from wid.errors import WidError
 from wid.stream.replay import Replay
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
@@ -29,8 +28,8 @@ _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
 
 def _seconds(df: DataFrame, name: str) -> Column:
     dtype = attribute_type(df, name)
-    if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
-        return F.unix_micros(F.col(name).cast("timestamp")) / F.lit(1e6)
+    if time_like(dtype):
+        return epoch_micros(F.col(name), dtype) / F.lit(1e6)
     return F.col(name).cast("double")
 
 
