@@ -25,7 +25,7 @@ PUBLIC = {
     "wid.stream.live_windows": ["advance"],
     "wid.stream.live_sessions": ["advance_sessions"],
     "wid.stream.sessions": ["KeySessions"],
-    "wid.stream.session_runs": ["numbers", "Peaks", "in_order"],
+    "wid.stream.session_runs": ["numbers", "Peaks", "advance_in_order"],
     "wid.bucket.session": ["gap_in_x"],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],

@@ -321,6 +321,26 @@ def test_a_late_tuple_names_sessions_emitted_in_an_earlier_micro_batch(spark, tm
         ("", 0, 1, 4), ("a", 0, 1, 4), ("a", 1, 1, None), ("b", 0, 2, None)]
 
 
+def test_a_late_tuple_before_any_session_is_emitted_touches_none(spark, tmp_path):
+    """One bucket, nothing emitted in the first file (``a``'s bound 5 is below its session at
+    10); in the second, 1.0 is below the bound and reads the (empty) history: late, no id."""
+    one = Decimal("0.000001")
+    elements = [(0, "a", 10.0, 1, one, 0.0, False), (2, "a", 5.0, None, None, None, True),
+                (4, "b", 20.0, 2, one, 1.0, False), (6, "a", 1.0, 3, one, 2.0, False),
+                (8, "a", 11.0, 4, one, 3.0, False), (10, "b", 21.0, 5, one, 4.0, False)]
+    frame = spark.createDataFrame(elements, COLUMNS)
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_none")
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2)))
+    text = SESSIONS.format(view=VIEW + "_none")
+    job = live(spark, text, tuples, punctuate.embedded(punctuations), buckets=1)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, late = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text, punctuation=punctuate.embedded(frame.where(F.col(FLAG)).select("row_num", "k", "x")))
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    assert [(r.row_num, r.wid) for r in late.collect()] == [(6, None)]
+
+
 def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
     """A timestamp attribute with microseconds: gaps compared in epoch microseconds,
     ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form."""

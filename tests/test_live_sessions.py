@@ -15,7 +15,9 @@ state store's row format, as in the processor.
 from __future__ import annotations
 
 from fractions import Fraction
+from itertools import accumulate
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -25,8 +27,10 @@ from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, Strin
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import COUNT
 from wid.stream.live_sessions import SessionState, advance_sessions
-from wid.stream.live_state import records, state_frame
+from wid.stream.live_state import history, packed, records, state_frame, unpacked
 from wid.stream.live_windows import SHAPE, Bounds, Layout
+from wid.stream.session_runs import Peaks, advance_in_order, numbers
+from wid.stream.sessions import KeySession, KeySessions
 
 KEYS = ["a", "b", None]
 DOUBLE_KEYS = {"a": 1.5, "b": -2.25, None: None}  # a NULL double key reads back from state as None, not NaN
@@ -125,7 +129,8 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
     emitted sessions appended (``reads``: the batches that read them back)."""
     lay = layout(gap, key, x)
     OPEN, COUNTS, EMITTED, BOUNDS = schemas(key, x)
-    opened, counts, emitted, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, EMITTED, BOUNDS))
+    opened, counts, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, BOUNDS))
+    cells, arrow = [], history(EMITTED)  # the emitted sessions: an Arrow stream per batch, as the processor keeps them
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
     for i, (start, stop) in enumerate(zip(edges, edges[1:])):
@@ -138,14 +143,14 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
         def read(batch: int = i) -> pd.DataFrame:
             if reads is not None:
                 reads.append(batch)
-            return emitted
+            return unpacked(cells, arrow)
 
         state = SessionState(opened, counts, read, bounds)
         results, gone, after, added = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
                                                        end=i == len(edges) - 2)
         opened, counts, bounds = (state_frame(records(frame, schema), schema) for frame, schema in
                                   ((after.opened, OPEN), (after.counts, COUNTS), (after.bounds, BOUNDS)))
-        emitted = state_frame(records(emitted, EMITTED) + records(added, EMITTED), EMITTED)
+        cells.append(packed(added, arrow))
         for r in results.to_dict("records"):
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
             assert window not in got, f"session {window} emitted twice"
@@ -200,6 +205,58 @@ def test_in_order_streams_emit_the_sessions_the_simulation_emits(draws, cuts, ga
     for session, (n, total, first, last, emit_row) in expected.items():
         assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
         assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
+
+
+@settings(max_examples=max(300, settings.default.max_examples))
+@given(st.data())
+def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
+    """:func:`advance_in_order` against :class:`KeySessions` fed one tuple and punctuation at a
+    time (a punctuation sharing a tuple's row_num after it), for in-order, on-time batches:
+    the same members emitted in the same order (double sums depend on it), ids, ``emit_row``,
+    open sessions and next id; with ties, an open session before the batch that its first
+    tuples join, an older one left open, one or two punctuation lists (keyed and wildcard),
+    long ``x`` near both ends of int64 and Fraction ``x``."""
+    whole = data.draw(st.booleans())
+    gap = data.draw(st.sampled_from([1, 3, 7] if whole else [Fraction(1, 2), Fraction(3), Fraction(7, 4)]))
+    unit = 1 if whole else Fraction(1, 4)
+    xs = list(accumulate((d * unit for d in data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=25))),
+                         initial=data.draw(st.integers(-20, 20)) * unit))[1:]  # in order, ties
+    if whole:  # near an end of int64: x + g or a difference would not fit
+        end = data.draw(st.sampled_from([None, "top", "bottom"]))
+        shift = {None: 0, "top": 2**63 - 1 - data.draw(st.integers(0, 8)) - xs[-1],
+                 "bottom": -(2**63) + data.draw(st.integers(0, 8)) - xs[0]}[end]
+        xs = [x + shift for x in xs]
+    x0 = xs[0]
+    rows = [2 * i for i in range(len(xs))]
+    sessions = []  # open before the batch: a tail the first tuples may join, an older one left open
+    if data.draw(st.booleans()):
+        last = x0 - data.draw(st.integers(0, 12)) * unit
+        sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100]))
+        if data.draw(st.booleans()):
+            older = sessions[0][0] - gap - data.draw(st.integers(0, 5)) * unit
+            sessions.insert(0, (older - unit, older, [101]))
+    before = sessions[0][1] if sessions and data.draw(st.booleans()) else None
+    peaks, events = [], []
+    for _ in range(data.draw(st.integers(1, 2))):
+        marks = sorted(set(data.draw(st.lists(st.integers(-1, 2 * len(xs) + 1), max_size=12))))
+        bounds = [min([x for r, x in zip(rows, xs) if r > row] or [xs[-1] + 3 * gap])
+                  - data.draw(st.integers(0, 12)) * unit for row in marks]  # at most the next tuple's x
+        if marks:
+            peaks.append(Peaks.running(np.array(marks), numbers(bounds)))
+            events += [(row, 1, b) for row, b in zip(marks, bounds)]
+
+    def scan() -> KeySessions:
+        return KeySessions(gap, bound=before, sessions=[KeySession(a, b, list(m)) for a, b, m in sessions], next_id=5)
+
+    fast, slow = scan(), scan()
+    emitted = advance_in_order(fast, np.array(rows), numbers(xs), np.arange(len(xs)), peaks, opened=3)
+    assert emitted is not None
+    for row, kind, value in sorted(events + [(r, 0, j) for j, r in enumerate(rows)]):
+        slow.punctuate(row, value) if kind else slow.arrive(value, xs[value], 3 + value)
+    assert list(zip(*(a.tolist() for a in emitted))) == [(m, w, row) for m, w, _, row in slow.members]
+    assert {(s.start, s.last, tuple(s.members)) for s in fast.open} == {
+        (s.start, s.last, tuple(s.members)) for s in slow.open}
+    assert fast.next_id == slow.next_id
 
 
 def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():

@@ -1,7 +1,8 @@
 """A TIMESTAMP_NTZ attribute is a wall clock: whatever the session time zone, its windows and
 sessions are those of Spark's ``window()`` and ``session_window()`` on it, also across a
 daylight-saving change (where a cast to TIMESTAMP would skip or repeat an hour), through
-``wid.query`` and through its compiled SQL (``wid.to_sql``)."""
+``wid.query`` and through its compiled SQL (``wid.to_sql``); a TIMESTAMP bound or clock for it
+is its wall-clock time in the session time zone."""
 
 from __future__ import annotations
 
@@ -54,3 +55,22 @@ def test_sessions_on_a_wall_clock_are_sparks_session_window(spark, new_york, com
         F.count("*").alias("n"), F.sum("v").alias("total"))
     got = {(r.k, r.session_start, r.session_end, r.n, r.total) for r in ours.collect()}
     assert got == {(r.k, r.s.start, r.s.end, r.n, r.total) for r in theirs.collect()} and len(got) > 6
+
+
+def test_timestamp_bounds_and_clocks_read_on_a_wall_clock(spark, new_york):
+    """Readings at 10:00, 10:01, 10:20, 10:21 (wall clock, TIMESTAMP_NTZ) arriving a second later
+    (TIMESTAMP, New York time): a TIMESTAMP punctuation at 10:05 New York time closes only
+    ``[10:00, 10:05)``, and heartbeats on the arrival clock close no window before its tuples:
+    nothing is late."""
+    spark.sql("""SELECT * FROM VALUES
+        (0L, 'a', TIMESTAMP_NTZ'2026-01-05 10:00:00', TIMESTAMP'2026-01-05 10:00:01'),
+        (1L, 'a', TIMESTAMP_NTZ'2026-01-05 10:01:00', TIMESTAMP'2026-01-05 10:01:01'),
+        (3L, 'a', TIMESTAMP_NTZ'2026-01-05 10:20:00', TIMESTAMP'2026-01-05 10:20:01'),
+        (4L, 'a', TIMESTAMP_NTZ'2026-01-05 10:21:00', TIMESTAMP'2026-01-05 10:21:01') AS t(row_num, k, ts, arrival_ts)
+        """).createOrReplaceTempView("arrivals")
+    text = "SELECT k, count(*) AS n FROM arrivals [RANGE 5 MINUTES SLIDE 5 MINUTES WATTR ts] GROUP BY k"
+    bound = spark.sql("SELECT 2L AS row_num, TIMESTAMP'2026-01-05 10:05:00' AS ts")
+    for generator in (wid.punctuate.embedded(bound), wid.punctuate.heartbeat(60, 0)):
+        rep = wid.replay(spark, text, generator)
+        assert rep.late.count() == 0
+        assert sum(r.n for r in rep.results.collect()) == 4

@@ -48,6 +48,7 @@ EMIT_ROW = "emit_row"
 REVISION = "revision"
 
 MICROS_PER_SECOND = 10**6
+MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 
 #: A column by name: :func:`wid.spec.sqlexpr.column` (a Column), or :meth:`Sql.column` (SQL text).
 Named = Callable[[str], Expr]
@@ -66,13 +67,12 @@ def attribute_type(df: DataFrame, name: str) -> DataType:
     return fields[name.lower()]
 
 
-MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
-
-
 def epoch_micros(column: Expr, dtype: DataType) -> Expr:
     """Epoch microseconds of a timestamp or date: a TIMESTAMP's instant; a TIMESTAMP_NTZ's wall
-    clock as if in UTC, from its date and fields (no time zone: an hour is an hour across a DST
-    change, as Spark's ``window()`` reads it; a cast to TIMESTAMP would apply the session's);
+    clock as if in UTC, ``unix_date(t) * D + (hour * 3600 + minute * 60 + second) * 10**6`` (``D``
+    the microseconds of a day, ``second`` with its fraction; no time zone: an hour is an hour
+    across a DST change, as Spark's ``window()`` reads it, where a cast to TIMESTAMP would apply
+    the session's);
     a date's midnight in the session time zone (as a cast to TIMESTAMP, and ``window()``, give
     it). A Column, or SQL text for :class:`Sql`.
 
@@ -90,7 +90,8 @@ def epoch_micros(column: Expr, dtype: DataType) -> Expr:
 
 def rattr_value(v: Expr, dtype: DataType) -> Expr:
     """A value in x units (:func:`numeric_value`) as a value of the attribute's type ``dtype``
-    (for timestamps and dates the inverse of :func:`epoch_micros`)."""
+    (for timestamps and dates the inverse of :func:`epoch_micros`; a TIMESTAMP_NTZ is
+    ``date_from_unix_date((v - v mod D) / D)`` plus ``v mod D`` microseconds)."""
     if isinstance(dtype, TimestampNTZType):  # the day's midnight plus the rest, both without a time zone
         rest = call("pmod", v, MICROS_PER_DAY)
         day = call("date_from_unix_date", call("div", v - rest, MICROS_PER_DAY).cast("int"))
@@ -104,6 +105,19 @@ def rattr_value(v: Expr, dtype: DataType) -> Expr:
     if isinstance(dtype, DateType):
         return call("timestamp_micros", v).cast("date")
     return v.cast(dtype)
+
+
+def on_axis(column: Column, dtype: DataType, attribute: DataType) -> tuple[Column, DataType]:
+    """A time value (a bound, a clock) of type ``dtype`` on the window attribute's axis, and its
+    type there: for a TIMESTAMP_NTZ attribute a TIMESTAMP or date is its wall-clock time in the
+    session time zone; for a TIMESTAMP or date attribute a TIMESTAMP_NTZ is the instant it names
+    there (Spark's cast either way); anything else as it is."""
+    ntz = TimestampNTZType()
+    if isinstance(attribute, TimestampNTZType) and time_like(dtype) and not isinstance(dtype, TimestampNTZType):
+        return column.cast(ntz), ntz
+    if isinstance(dtype, TimestampNTZType) and time_like(attribute) and not isinstance(attribute, TimestampNTZType):
+        return column.cast(TimestampType()), TimestampType()
+    return column, dtype
 
 
 def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
@@ -139,8 +153,8 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) ->
     infinite, or (with ``limit``) beyond ``±limit``, where window-ids stop being exact longs."""
     nan = isinstance(dtype, (FloatType, DoubleType))
     null = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
-    far = (f"wid: window attribute {name!r} = ", " is infinite" + (
-        f" or beyond ±{limit} (window-ids would not be exact)" if limit is not None else "") + " in the tuple with row_num=")
+    beyond = f" or beyond ±{limit} (window-ids would not be exact)" if limit is not None else ""
+    far = (f"wid: window attribute {name!r} = ", f" is infinite{beyond} in the tuple with row_num=")
     # a finite double is at most the largest one: beyond it only the infinities
     threshold = Decimal(limit) if limit is not None else sys.float_info.max if nan else None
     if isinstance(x, Sql):

@@ -24,7 +24,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.stream.live_arrival import COUNT, aligned, matched, stack, tally
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
-from wid.stream.session_runs import Emitted, Peaks, exact, exact_values, in_order
+from wid.stream.session_runs import Emitted, Peaks, advance_in_order, exact, exact_values
 from wid.stream.sessions import KeySession, KeySessions, Number
 
 _KEY, _GROUP = "_wid_key", "_wid_group"
@@ -129,7 +129,7 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
     sessions') in arrival order, and between them the punctuations binding it, each open
     session emitted at the first that reaches its end (in ``row_num`` order, as
     :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
-    (:func:`wid.stream.session_runs.in_order`): it returns their emissions, the others are in
+    (:func:`wid.stream.session_runs.advance_in_order`): it returns their emissions, the others are in
     ``scan.members``."""
 
     def bound(row: int | None, strictly: bool = True) -> Number | None:  # row None: all the batch's
@@ -143,7 +143,7 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
             first = min(row for end in ends for p in peaks if (row := p.reaching(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
-    fast = in_order(scan, rows, xs, js, peaks, opened)
+    fast = advance_in_order(scan, rows, xs, js, peaks, opened)
     if fast is None:
         for row, x, j in zip(rows.tolist(), xs.tolist(), js.tolist()):
             reached = bound(row)

@@ -46,7 +46,7 @@ from wid.stream.panes import HI, LO
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
 KEPT = "_wid_kept"
-#: Sessions: the emitted sessions of a key, ``(wid, start, last)`` each, as an Arrow IPC stream.
+#: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
 SESSIONS = "_wid_sessions"
 _INTEGRAL = ("long", "integer", "short", "byte")
 #: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
@@ -79,35 +79,30 @@ def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
                          for f, v in zip(schema.fields, columns)})
 
 
-def packed(added: pd.DataFrame, keys: list[str], arrow: pa.Schema) -> pd.DataFrame:
-    """Emitted sessions ``added`` (keys, then ``arrow``'s columns: ``wid``, start, last), one row
-    each, as one row per key: its keys and :data:`SESSIONS`, the IPC stream of its sessions in
-    ``arrow``'s types (a state row per key and micro-batch, not per session).
+def history(sessions: StructType) -> pa.Schema:
+    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last)."""
+    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in sessions.fields])
 
-    >>> arrow = pa.schema([("wid", pa.int64()), ("s", pa.int64()), ("e", pa.int64())])
-    >>> rows = packed(pd.DataFrame({"k": ["a", None, "a"], "wid": [0, 0, 1], "s": [1, 2, 5], "e": [3, 2, 9]}),
-    ...               ["k"], arrow)
-    >>> unpacked(rows, ["k"])[["k", "wid", "s", "e"]].values.tolist()
-    [['a', 0, 1, 3], ['a', 1, 5, 9], [None, 0, 2, 2]]
+
+def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
+    """Emitted sessions ``added`` (``arrow``'s columns: keys, ``wid``, start, last), one row
+    each, as one Arrow IPC stream: a state row per micro-batch, not per session or key.
+
+    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64()), ("s", pa.int64()), ("e", pa.int64())])
+    >>> cell = packed(pd.DataFrame({"k": ["a", None, "a"], "wid": [0, 0, 1], "s": [1, 2, 5], "e": [3, 2, 9]}), arrow)
+    >>> unpacked([cell, cell], arrow).values.tolist()[:3], unpacked([], arrow).columns.tolist()
+    ([['a', 0, 1, 3], [None, 0, 2, 2], ['a', 1, 5, 9]], ['k', 'wid', 's', 'e'])
     """
-    group = added.groupby(keys, dropna=False, sort=False).ngroup().to_numpy() if keys else np.zeros(len(added), int)
-    firsts, cells = [], []
-    for g in range(group.max() + 1 if len(group) else 0):
-        mine = added[group == g]
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, arrow) as writer:
-            writer.write_table(pa.Table.from_pandas(mine[arrow.names], schema=arrow, preserve_index=False))
-        firsts.append(mine.index[0])
-        cells.append(sink.getvalue().to_pybytes())
-    return added.loc[firsts, keys].assign(**{SESSIONS: cells}).reset_index(drop=True)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, arrow) as writer:
+        writer.write_table(pa.Table.from_pandas(added[arrow.names], schema=arrow, preserve_index=False))
+    return sink.getvalue().to_pybytes()
 
 
-def unpacked(rows: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The sessions of :func:`packed` rows, one row each: keys, ``wid``, start, last."""
-    parts = [pa.ipc.open_stream(cell).read_all().to_pandas(types_mapper=_NULLABLE.get)
-             .assign(**{k: None if pd.isna(v) else v for k, v in zip(keys, key)})
-             for *key, cell in rows[[*keys, SESSIONS]].itertuples(index=False)]
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*keys, WID])
+def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
+    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns."""
+    tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
+    return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=_NULLABLE.get)
 
 
 def _kept(tuples: pd.DataFrame) -> pd.DataFrame:
@@ -248,7 +243,7 @@ class SessionProcessor(PaneProcessor):
     """:class:`PaneProcessor` for session windows (``layout.gap``): steps 3 and 4 by
     :func:`wid.stream.live_sessions.advance_sessions`; state ``panes``: the open sessions
     (keys, partials), ``counts``: the emitted sessions per key, ``emitted``: their ids, starts
-    and lasts, appended as they are emitted (a row per key and micro-batch: :func:`packed`)
+    and lasts, appended as they are emitted (a row per micro-batch: :func:`packed`)
     and read only when a tuple may touch one."""
 
     def init(self, handle: StatefulProcessorHandle) -> None:
@@ -256,17 +251,15 @@ class SessionProcessor(PaneProcessor):
         keys = self.layout.pane_schema.fields[:len(self.layout.keys)]
         self.counts_schema = StructType([*keys, StructField(COUNT, LongType())])
         self.counts = handle.getListState("counts", self.counts_schema)
-        self.emitted_schema = StructType([*keys, StructField(SESSIONS, BinaryType())])
-        self.emitted = handle.getListState("emitted", self.emitted_schema)
-        self.arrow = pa.schema([pa.field(WID, pa.int64()), *(pa.field(f.name, to_arrow_type(f.dataType))
-                                                              for f in self.layout.pane_schema.fields[-2:])])
+        self.emitted = handle.getListState("emitted", StructType([StructField(SESSIONS, BinaryType())]))
+        self.arrow = history(StructType([*keys, StructField(WID, LongType()), *self.layout.pane_schema.fields[-2:]]))
 
     def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
                  end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
         lay = self.layout
         state = SessionState(state_frame(self.panes.get(), lay.pane_schema),
                              state_frame(self.counts.get(), self.counts_schema),
-                             lambda: unpacked(state_frame(self.emitted.get(), self.emitted_schema), list(lay.keys)),
+                             lambda: unpacked((cell for cell, in self.emitted.get()), self.arrow),
                              state_frame(self.closed.get(), lay.closed_schema))
         results, late, after, added = advance_sessions(tuples, punctuations, state, lay, end)
         for variable, frame, schema in ((self.panes, after.opened, lay.pane_schema),
@@ -274,5 +267,5 @@ class SessionProcessor(PaneProcessor):
                                         (self.closed, after.bounds, lay.closed_schema)):
             variable.put(records(frame, schema)) if len(frame) else variable.clear()
         if len(added):
-            self.emitted.appendList(records(packed(added, list(lay.keys), self.arrow), self.emitted_schema))
+            self.emitted.appendValue((packed(added, self.arrow),))
         return results, late

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import EMIT_ROW, WID, attribute_type, epoch_micros, time_like
+from wid.bucket.columns import EMIT_ROW, WID, attribute_type, epoch_micros, on_axis, time_like
 from wid.errors import WidError
 from wid.stream.replay import Replay
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
@@ -26,11 +26,12 @@ TOLERANCE = 1e-9
 _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
 
 
-def _seconds(df: DataFrame, name: str) -> Column:
-    dtype = attribute_type(df, name)
+def _seconds(df: DataFrame, name: str, wattr: str) -> Column:
+    """Column ``name`` in seconds on the window attribute ``wattr``'s axis."""
+    clock, dtype = on_axis(F.col(name), attribute_type(df, name), attribute_type(df, wattr))
     if time_like(dtype):
-        return epoch_micros(F.col(name), dtype) / F.lit(1e6)
-    return F.col(name).cast("double")
+        return epoch_micros(clock, dtype) / F.lit(1e6)
+    return clock.cast("double")
 
 
 def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, chunk: float, out: str) -> DataFrame:
@@ -57,7 +58,7 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
     emitted = rep.results.select(*keys, F.col(metric).alias("emitted"), EMIT_ROW)
     extents = exact.join(emitted, keys, "left")
     slide = float(compiled.spec.period)
-    tuples = stream.select("row_num", _seconds(stream, clock).alias("_wid_clock"))
+    tuples = stream.select("row_num", _seconds(stream, clock, compiled.spec.wattr).alias("_wid_clock"))
     last = tuples.agg(F.max("row_num").alias("_wid_last_row"), F.max("_wid_clock").alias("_wid_last_clock"))
 
     at_emit = _prefix(extents.withColumn(_ORD, F.col(EMIT_ROW).cast("double")).withColumn(_KIND, F.lit(1)),

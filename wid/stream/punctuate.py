@@ -28,7 +28,8 @@ from itertools import combinations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, time_like
+from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
+                                time_like)
 from wid.errors import WidError
 from wid.spec.numbers import as_number, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
@@ -66,12 +67,12 @@ class Embedded(Generator):
         if unknown:
             raise WidError(f"punctuation column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
                            f"(keys: {', '.join(compiled.keys) or 'none'})")
-        bound_type = attribute_type(self.frame, wattr)
-        if time_like(bound_type) != time_like(attribute_type(compiled.tagged, wattr)):
+        bound_type, stream_type = attribute_type(self.frame, wattr), attribute_type(compiled.tagged, wattr)
+        if time_like(bound_type) != time_like(stream_type):
             raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
-                           f"the stream's is {attribute_type(compiled.tagged, wattr).simpleString()}")
+                           f"the stream's is {stream_type.simpleString()}")
         types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-        bound = F.col(columns[wattr.lower()])
+        bound, _ = on_axis(F.col(columns[wattr.lower()]), bound_type, stream_type)
         frame = in_order(self.frame, "punctuation")
         frame = frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
             F.lit("wid: NULL bound in the punctuation with row_num="), F.col("row_num").cast("string")))).otherwise(bound))
@@ -127,10 +128,11 @@ class Heartbeat(Generator):
     def _closed(self, compiled) -> Column:
         """wid_closed of the heartbeat seen right after the tuple (NULL without a clock value)."""
         dtype = attribute_type(compiled.tagged, self.clock)
-        if time_like(dtype) != time_like(attribute_type(compiled.tagged, compiled.spec.wattr)):
+        attribute = attribute_type(compiled.tagged, compiled.spec.wattr)
+        if time_like(dtype) != time_like(attribute):
             raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
                            "must both be timestamps or both numbers")
-        clock, factor = numeric_value(F.col(self.clock), dtype, self.clock)
+        clock, factor = numeric_value(*on_axis(F.col(self.clock), dtype, attribute), self.clock)
         period = F.lit(self.every * factor)
         tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
         return self.closed(compiled, self.on_ids(compiled, tick - F.lit(self.skew * factor), factor))

@@ -29,6 +29,11 @@ from wid.stream.sessions import KeySession, KeySessions, Number
 #: Per member of the sessions emitted: the member (a row of the batch's partials), ``wid``, ``emit_row``.
 Emitted = tuple[np.ndarray, np.ndarray, np.ndarray]
 _NEVER = np.iinfo(np.int64).max
+_SMALL = 2**62  # whole numbers within it add and subtract in int64
+
+
+def _small(values: np.ndarray) -> bool:
+    return not len(values) or (-_SMALL < values.min() and values.max() < _SMALL)
 
 
 def exact(value) -> Number:
@@ -61,8 +66,8 @@ class Peaks:
     running max of their bounds (:func:`numbers`; nondecreasing: found by bisection).
 
     >>> p = Peaks.running(np.array([2, 5, 7]), np.array([10, 30, 20]))
-    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31), p.last
-    (10, 30, 5, None, 30)
+    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31)
+    (10, 30, 5, None)
     >>> p.before_each(np.array([0, 3, 9]), -1).tolist(), p.reaching_each(np.array([5, 20, 31])).tolist()
     ([-1, 10, 30], [2, 5, 9223372036854775807])
     """
@@ -78,11 +83,6 @@ class Peaks:
     @cached_property
     def _lists(self) -> tuple[list[int], list[Number]]:
         return self.rows.tolist(), self.peaks.tolist()
-
-    @property
-    def last(self) -> Number:
-        """The largest bound."""
-        return self._lists[1][-1]
 
     def before(self, row: int | None, strictly: bool = True) -> Number | None:
         """The bound of the punctuations before ``row`` (``strictly``: a punctuation of the row
@@ -115,23 +115,23 @@ class Peaks:
         return self.peaks.dtype.kind == "i"
 
 
-def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
-             opened: int) -> Emitted | None:
+def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
+                     opened: int) -> Emitted | None:
     """The key's batch at once (module doc), or None (nothing done) unless its tuples come in
     order and on time: tuple ``j`` of the batch (``j`` in ``js``, member ``opened + j``) at
     ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key.
-    Returns what the sessions emitted; ``scan`` keeps the open ones, the next id and the bound.
+    Returns what the sessions emitted; ``scan`` keeps the open ones and the next id.
 
     >>> scan = KeySessions(2, bound=0)
-    >>> [a.tolist() for a in in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
+    >>> [a.tolist() for a in advance_in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
     ...                               [Peaks.running(np.array([3, 4]), np.array([2, 4]))], opened=0)]
     [[1, 0], [0, 0], [4, 4]]
-    >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id, scan.bound
-    ([(5, 5, [2])], 1, 4)
+    >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id
+    ([(5, 5, [2])], 1)
     """
-    whole = xs.dtype.kind == "i" and all(isinstance(v, int) for v in (
-        scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound]))) and all(
-        p.whole for p in peaks)
+    known = [scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound])]
+    whole = (xs.dtype.kind == "i" and _small(xs) and all(p.whole and _small(p.peaks) for p in peaks)
+             and all(isinstance(v, int) and -_SMALL < v < _SMALL for v in known))  # sums, differences fit int64
     kind, floor = ("int64", int(np.iinfo(np.int64).min)) if whole else (object, -math.inf)
     xs, gap = xs.astype(kind), scan.gap
     start = np.full(len(xs), floor if scan.bound is None else scan.bound, dtype=kind)
@@ -147,8 +147,8 @@ def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray
     held = [*old, *([tail] if tail else [])]
     run = len(old) + np.repeat(np.arange(len(firsts)), np.diff(np.append(firsts, len(xs))))
     latest = np.lexsort((-np.arange(len(xs)), run))  # per session the latest tuple first, as arrive() merges
-    group = np.concatenate([np.repeat(np.arange(len(held)), [len(s.members) for s in held]), run[latest]])
-    member = np.concatenate([np.asarray([m for s in held for m in s.members], dtype="int64"), opened + js[latest]])
+    group = np.concatenate([run[latest], np.repeat(np.arange(len(held)), [len(s.members) for s in held])])
+    member = np.concatenate([opened + js[latest], np.asarray([m for s in held for m in s.members], dtype="int64")])
     by = np.argsort(group, kind="stable")  # the tail's members after the first run's tuples
     group, member = group[by], member[by]
     ends = np.concatenate([np.asarray([s.last + gap for s in old], dtype=kind), xs[lasts] + gap])
@@ -164,5 +164,4 @@ def in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray
                  for g in np.flatnonzero(~done).tolist()]
     scan.sessions, scan.starts = list(scan.open), [s.start for s in scan.open]
     scan.next_id += int(done.sum())
-    scan.bound = max([b for b in (scan.bound, *(p.last for p in peaks)) if b is not None], default=None)
     return member[emitted], wid[group[emitted]], due[group[emitted]]
