@@ -16,9 +16,9 @@ sessions wid keeps; with the machine's load average before the run (idle or load
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -26,9 +26,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
-from wid.stream.live_arrival import COUNT
 from wid.stream import live_run
 from wid.stream.live import END_COLUMN, live
+from wid.stream.live_arrival import COUNT
 from wid.stream.punctuate import slack
 
 WID_CHECKPOINT = "wid_checkpoint"
