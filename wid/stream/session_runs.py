@@ -115,6 +115,24 @@ class Peaks:
         return self.peaks.dtype.kind == "i"
 
 
+def _whole(scan: KeySessions, xs: np.ndarray, peaks: list[Peaks]) -> bool:
+    """Every number whole and within ``±2**62``: int64 arithmetic is exact (sums and
+    differences fit), else the numbers go as exact objects."""
+    known = [scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound])]
+    return (xs.dtype.kind == "i" and _small(xs) and all(p.whole and _small(p.peaks) for p in peaks)
+            and all(isinstance(v, int) and -_SMALL < v < _SMALL for v in known))
+
+
+def _on_time(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, peaks: list[Peaks], whole: bool) -> bool:
+    """``xs`` (arriving at ``rows``) in order, each at or above the key's bound when it arrives,
+    the first at or above the last of every session before the batch."""
+    floor = int(np.iinfo(np.int64).min) if whole else -math.inf
+    start = np.full(len(xs), floor if scan.bound is None else scan.bound, dtype=xs.dtype)
+    bound = reduce(np.maximum, (p.before_each(rows, floor) for p in peaks), start)
+    return bool(len(xs)) and bool((xs >= bound).all()) and not (np.diff(xs) < 0).any() and not (
+        scan.sessions and xs[0] < max(s.last for s in scan.sessions))
+
+
 def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
                      opened: int) -> Emitted | None:
     """The key's batch at once (module doc), or None (nothing done) unless its tuples come in
@@ -124,20 +142,15 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
 
     >>> scan = KeySessions(2, bound=0)
     >>> [a.tolist() for a in advance_in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
-    ...                               [Peaks.running(np.array([3, 4]), np.array([2, 4]))], opened=0)]
+    ...                                       [Peaks.running(np.array([3, 4]), np.array([2, 4]))], opened=0)]
     [[1, 0], [0, 0], [4, 4]]
     >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id
     ([(5, 5, [2])], 1)
     """
-    known = [scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound])]
-    whole = (xs.dtype.kind == "i" and _small(xs) and all(p.whole and _small(p.peaks) for p in peaks)
-             and all(isinstance(v, int) and -_SMALL < v < _SMALL for v in known))  # sums, differences fit int64
-    kind, floor = ("int64", int(np.iinfo(np.int64).min)) if whole else (object, -math.inf)
+    whole = _whole(scan, xs, peaks)
+    kind = "int64" if whole else object
     xs, gap = xs.astype(kind), scan.gap
-    start = np.full(len(xs), floor if scan.bound is None else scan.bound, dtype=kind)
-    bound = reduce(np.maximum, (p.before_each(rows, floor) for p in peaks), start)
-    if not len(xs) or not (xs >= bound).all() or (np.diff(xs) < 0).any() or (
-            scan.sessions and xs[0] < max(s.last for s in scan.sessions)):
+    if not _on_time(scan, rows, xs, peaks, whole):
         return None
     tail = scan.sessions[-1] if scan.sessions and xs[0] < scan.sessions[-1].last + gap else None
     firsts = np.flatnonzero(np.append(True, (xs[1:] >= xs[:-1] + gap).astype(bool)))
