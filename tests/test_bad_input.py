@@ -127,16 +127,20 @@ def test_null_or_nan_window_attribute_fails_naming_the_row(spark, window, bad_ro
     _fails_naming_the_tuple(spark, rows, "row_num long, k long, x double, t_us long", window, 17)
 
 
-@pytest.mark.parametrize("window", ["SESSION 2 WATTR x", "RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num",
-                                    "RANGE 2 SLIDE 1 WATTR x"])
+@pytest.mark.parametrize("window, value, dtype", [
+    ("SESSION 2 WATTR x", float("-inf"), "double"), ("SESSION 2 WATTR x", float("inf"), "float"),
+    ("RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num", float("-inf"), "double"),
+    ("RANGE 2 SLIDE 1 WATTR x", float("-inf"), "double")])
 @pytest.mark.parametrize("replayed", [False, True])
-def test_an_infinite_window_attribute_fails_naming_the_row(spark, window, replayed):
-    """An infinite double has no place on the attribute's axis (a session's gap, an extent's bounds):
-    the query and its replay fail naming the tuple, not with an arithmetic error inside."""
-    spark.createDataFrame([(3, 0, 1.5), (17, 0, float("-inf")), (20, 0, 2.5)], "row_num long, k long, x double") \
+def test_an_infinite_window_attribute_fails_naming_the_row(spark, window, value, dtype, replayed):
+    """An infinite double or float has no place on the attribute's axis (a session's gap, an
+    extent's bounds): the query and its replay fail naming the tuple, not with an arithmetic
+    error inside."""
+    spark.createDataFrame([(3, 0, 1.5), (17, 0, value), (20, 0, 2.5)], f"row_num long, k long, x {dtype}") \
         .createOrReplaceTempView("infinite")
     text = f"SELECT k, count(*) AS n FROM infinite [{window}] GROUP BY k"
-    with pytest.raises(Exception, match=r"'x' = -Infinity is infinite.* in the tuple with row_num=17\b"):
+    shown = "-Infinity" if value < 0 else "Infinity"
+    with pytest.raises(Exception, match=rf"'x' = {shown} is infinite.* in the tuple with row_num=17\b"):
         if replayed:
             rep = wid.replay(spark, text, wid.punctuate.slack(1))
             rep.results.collect()
