@@ -13,6 +13,7 @@ one). Nothing per tuple is kept.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -83,10 +84,9 @@ def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: Sess
     keys, (first, last) = list(layout.keys), layout.partials[-2:]
     gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
     before = _bounds_before(present, state.bounds, layout)
-    bounded = np.asarray([b is not None for b in before], dtype=bool)
-    near = np.flatnonzero(bounded[owner]) if len(owner) else owner
+    floor = np.asarray([-math.inf if b is None else b for b in before], dtype=object)
+    below = np.flatnonzero(xs < floor[owner]) if len(owner) else owner  # exact: compared as Python numbers
     lowest: dict[int, Number] = {}
-    below = near[xs[near] < np.asarray(before, dtype=object)[owner[near]]] if len(near) else near
     for k, x in zip(owner[below].tolist(), xs[below].tolist()):
         lowest[k] = min(lowest.get(k, x), x)
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
