@@ -72,16 +72,15 @@ def epoch_micros(column: Expr, dtype: DataType) -> Expr:
     clock as if in UTC, ``unix_date(t) * D + (hour * 3600 + minute * 60 + second) * 10**6`` (``D``
     the microseconds of a day, ``second`` with its fraction; no time zone: an hour is an hour
     across a DST change, as Spark's ``window()`` reads it, where a cast to TIMESTAMP would apply
-    the session's);
-    a date's midnight in the session time zone (as a cast to TIMESTAMP, and ``window()``, give
-    it). A Column, or SQL text for :class:`Sql`.
+    the session's); a date's midnight in the session time zone (as a cast to TIMESTAMP, and
+    ``window()``, give it). A Column, or SQL text for :class:`Sql`.
 
     >>> epoch_micros(Sql.column("t"), TimestampType())
     Sql(text='unix_micros(CAST(`t` AS TIMESTAMP))')
+
     """
     if isinstance(dtype, TimestampNTZType):
-        seconds = (Sql(f"date_part('SECOND', {column})") if isinstance(column, Sql)
-                   else F.date_part(F.lit("SECOND"), column))  # with the fraction: decimal(8, 6)
+        seconds = call("date_part", constant("SECOND", column), column)  # with the fraction: decimal(8, 6)
         return (call("unix_date", column.cast("date")).cast("long") * MICROS_PER_DAY
                 + (call("hour", column) * 3600 + call("minute", column) * 60).cast("long") * MICROS_PER_SECOND
                 + (seconds * MICROS_PER_SECOND).cast("long"))
@@ -91,15 +90,17 @@ def epoch_micros(column: Expr, dtype: DataType) -> Expr:
 def rattr_value(v: Expr, dtype: DataType) -> Expr:
     """A value in x units (:func:`numeric_value`) as a value of the attribute's type ``dtype``
     (for timestamps and dates the inverse of :func:`epoch_micros`; a TIMESTAMP_NTZ is
-    ``date_from_unix_date((v - v mod D) / D)`` plus ``v mod D`` microseconds)."""
+    ``date_from_unix_date((v - v mod D) / D)`` plus ``v mod D`` microseconds).
+
+    >>> rattr_value(Sql.column("v"), TimestampType())
+    Sql(text='CAST(timestamp_micros(`v`) AS TIMESTAMP)')
+    """
     if isinstance(dtype, TimestampNTZType):  # the day's midnight plus the rest, both without a time zone
         rest = call("pmod", v, MICROS_PER_DAY)
         day = call("date_from_unix_date", call("div", v - rest, MICROS_PER_DAY).cast("int"))
-        if isinstance(v, Sql):
-            return Sql(f"(CAST({day} AS TIMESTAMP_NTZ) + make_dt_interval(0, 0, 0, "
-                       f"CAST({rest} AS DECIMAL(18, 0)) / {MICROS_PER_SECOND}))")
-        return day.cast("timestamp_ntz") + F.make_dt_interval(
-            F.lit(0), F.lit(0), F.lit(0), rest.cast("decimal(18, 0)") / MICROS_PER_SECOND)
+        zero = constant(0, v)
+        seconds = rest.cast(DecimalType(18, 0)) / MICROS_PER_SECOND
+        return day.cast(TimestampNTZType()) + call("make_dt_interval", zero, zero, zero, seconds)
     if isinstance(dtype, TimestampType):
         return call("timestamp_micros", v).cast(dtype)
     if isinstance(dtype, DateType):
