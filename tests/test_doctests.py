@@ -21,7 +21,7 @@ PUBLIC = {
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": [],
     "wid.stream.live_arrival": ["positions", "arrival_order"],
-    "wid.stream.live_state": ["packed"],
+    "wid.stream.state_rows": ["state_frame", "packed"],
     "wid.stream.live_windows": ["advance"],
     "wid.stream.live_sessions": ["advance_sessions"],
     "wid.stream.sessions": ["KeySessions"],

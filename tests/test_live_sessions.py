@@ -27,7 +27,7 @@ from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, Strin
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import COUNT
 from wid.stream.live_sessions import SessionState, advance_sessions
-from wid.stream.live_state import history, packed, records, state_frame, unpacked
+from wid.stream.state_rows import history, packed, records, state_frame, unpacked
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 from wid.stream.session_runs import Peaks, advance_in_order, numbers
 from wid.stream.sessions import KeySession, KeySessions

@@ -25,7 +25,8 @@ from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, Str
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import on_all_keys
 from wid.stream.live_input import KIND, TUPLE
-from wid.stream.live_state import PENDING, records, state_frame
+from wid.stream.live_state import PENDING
+from wid.stream.state_rows import records, state_frame
 from wid.stream.live_windows import NONE, SHAPE, Bounds, Layout, advance
 
 KEYS = ["a", "b", "c"]

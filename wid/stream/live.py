@@ -47,7 +47,8 @@ from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
 from wid.stream.live_output import Live, views_of
-from wid.stream.live_state import KEPT, PaneProcessor, SessionProcessor
+from wid.stream.live_session_state import SessionProcessor
+from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery

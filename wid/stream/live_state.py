@@ -6,7 +6,8 @@ tuple, 2 punctuation, 3 end of stream), keys, ``wid_lo``/``wid_hi``, values and
 ``wid_closed``, never the window spec. Its state, per bucket: the panes (partials) of its
 keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, the marks
 on all keys not due yet, for ROWS windows the tuples counted per partition, for landmark
-windows the largest ``wid_lo``; for sessions :class:`SessionProcessor`'s; nothing per tuple.
+windows the largest ``wid_lo``; for sessions :class:`wid.stream.live_session_state.SessionProcessor`'s;
+nothing per tuple. The state store's row format: :mod:`wid.stream.state_rows`.
 Arrival order: :mod:`wid.stream.live_arrival`.
 
 Per micro-batch:
@@ -26,83 +27,25 @@ Per micro-batch:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
-from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import BinaryType, IntegerType, LongType, NumericType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, NumericType, StructField, StructType
 
-from wid.bucket.columns import WID, WID_CLOSED as CLOSED
+from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
-from wid.stream.live_sessions import SessionState, advance_sessions
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
+from wid.stream.state_rows import INTEGRAL, NULLABLE, records, state_frame
 
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
 KEPT = "_wid_kept"
-#: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
-SESSIONS = "_wid_sessions"
-_INTEGRAL = ("long", "integer", "short", "byte")
-#: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
-_NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-             pa.int64(): pd.Int64Dtype()}
 PENDING = StructType([StructField("row_num", LongType()), StructField(CLOSED, LongType())])
-
-
-def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
-    """Rows of ``frame`` as tuples of Python values of ``schema``'s types, NULL as None (for a
-    state store; whole numbers that pandas holds as floats become ints)."""
-    columns = []
-    for c, field in zip(frame.columns, schema.fields):
-        cast = int if field.dataType.typeName() in _INTEGRAL else (lambda v: v)
-        columns.append([None if pd.isna(v) else cast(v) for v in frame[c].tolist()])
-    return list(zip(*columns))
-
-
-def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
-    """State rows (tuples of ``schema``'s fields) as a frame; whole numbers as pandas' nullable
-    integers, so that a NULL among longs does not turn them into doubles (inexact past 2**53).
-
-    >>> state_frame([(2**53 + 1,), (None,)], StructType([StructField("n", LongType())]))["n"].tolist()
-    [9007199254740993, <NA>]
-    """
-    rows = list(rows)
-    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
-    return pd.DataFrame({f.name: pd.array(list(v), dtype="Int64") if f.dataType.typeName() in _INTEGRAL
-                         else pd.Series(list(v), dtype=None if rows else object)
-                         for f, v in zip(schema.fields, columns)})
-
-
-def history(sessions: StructType) -> pa.Schema:
-    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last)."""
-    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in sessions.fields])
-
-
-def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
-    """Emitted sessions ``added`` (``arrow``'s columns: keys, ``wid``, start, last), one row
-    each, as one Arrow IPC stream: a state row per micro-batch, not per session or key.
-
-    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64()), ("s", pa.int64()), ("e", pa.int64())])
-    >>> cell = packed(pd.DataFrame({"k": ["a", None, "a"], "wid": [0, 0, 1], "s": [1, 2, 5], "e": [3, 2, 9]}), arrow)
-    >>> unpacked([cell, cell], arrow).values.tolist()[:3], unpacked([], arrow).columns.tolist()
-    ([['a', 0, 1, 3], [None, 0, 2, 2], ['a', 1, 5, 9]], ['k', 'wid', 's', 'e'])
-    """
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, arrow) as writer:
-        writer.write_table(pa.Table.from_pandas(added[arrow.names], schema=arrow, preserve_index=False))
-    return sink.getvalue().to_pybytes()
-
-
-def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
-    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns."""
-    tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
-    return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=_NULLABLE.get)
 
 
 def _kept(tuples: pd.DataFrame) -> pd.DataFrame:
@@ -113,7 +56,7 @@ def _kept(tuples: pd.DataFrame) -> pd.DataFrame:
 def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     """The bucket's elements in one frame, from the Arrow cells :func:`wid.stream.live_input.pack`
     made of them (the cell column is the last: pandas input renames underscore names)."""
-    return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas(types_mapper=_NULLABLE.get)
+    return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas(types_mapper=NULLABLE.get)
 
 
 class PaneProcessor(StatefulProcessor):
@@ -228,7 +171,7 @@ class PaneProcessor(StatefulProcessor):
         columns = {}
         for field in self.layout.output.fields:
             value = out[field.name] if field.name in out.columns else pd.Series(None, index=out.index, dtype="object")
-            if field.dataType.typeName() in _INTEGRAL:
+            if field.dataType.typeName() in INTEGRAL:
                 value = value.astype("Int64")
             elif value.dtype.kind == "f" and not isinstance(field.dataType, NumericType):  # NULLs read back as NaN
                 value = value.astype(object).where(value.notna(), None)
@@ -237,35 +180,3 @@ class PaneProcessor(StatefulProcessor):
 
     def close(self) -> None:
         """Nothing to release: the state lives in the state store."""
-
-
-class SessionProcessor(PaneProcessor):
-    """:class:`PaneProcessor` for session windows (``layout.gap``): steps 3 and 4 by
-    :func:`wid.stream.live_sessions.advance_sessions`; state ``panes``: the open sessions
-    (keys, partials), ``counts``: the emitted sessions per key, ``emitted``: their ids, starts
-    and lasts, appended as they are emitted (a row per micro-batch: :func:`packed`)
-    and read only when a tuple may touch one."""
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        super().init(handle)
-        keys = self.layout.pane_schema.fields[:len(self.layout.keys)]
-        self.counts_schema = StructType([*keys, StructField(COUNT, LongType())])
-        self.counts = handle.getListState("counts", self.counts_schema)
-        self.emitted = handle.getListState("emitted", StructType([StructField(SESSIONS, BinaryType())]))
-        self.arrow = history(StructType([*keys, StructField(WID, LongType()), *self.layout.pane_schema.fields[-2:]]))
-
-    def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
-                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-        lay = self.layout
-        state = SessionState(state_frame(self.panes.get(), lay.pane_schema),
-                             state_frame(self.counts.get(), self.counts_schema),
-                             lambda: unpacked((cell for cell, in self.emitted.get()), self.arrow),
-                             state_frame(self.closed.get(), lay.closed_schema))
-        results, late, after, added = advance_sessions(tuples, punctuations, state, lay, end)
-        for variable, frame, schema in ((self.panes, after.opened, lay.pane_schema),
-                                        (self.counts, after.counts, self.counts_schema),
-                                        (self.closed, after.bounds, lay.closed_schema)):
-            variable.put(records(frame, schema)) if len(frame) else variable.clear()
-        if len(added):
-            self.emitted.appendValue((packed(added, self.arrow),))
-        return results, late

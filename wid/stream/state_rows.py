@@ -1,0 +1,70 @@
+"""The state store's row format for live mode's stateful step (:mod:`wid.stream.live_state`):
+frames to and from state rows (whole numbers exact, NULLs kept), and the emitted sessions of a
+micro-batch packed into one row (:mod:`wid.stream.live_session_state`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import LongType, StructField, StructType
+
+#: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
+SESSIONS = "_wid_sessions"
+#: Spark's integral type names: held as pandas' nullable integers.
+INTEGRAL = ("long", "integer", "short", "byte")
+#: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
+NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+            pa.int64(): pd.Int64Dtype()}
+
+
+def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
+    """Rows of ``frame`` as tuples of Python values of ``schema``'s types, NULL as None (for a
+    state store; whole numbers that pandas holds as floats become ints)."""
+    columns = []
+    for c, field in zip(frame.columns, schema.fields):
+        cast = int if field.dataType.typeName() in INTEGRAL else (lambda v: v)
+        columns.append([None if pd.isna(v) else cast(v) for v in frame[c].tolist()])
+    return list(zip(*columns))
+
+
+def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
+    """State rows (tuples of ``schema``'s fields) as a frame; whole numbers as pandas' nullable
+    integers, so that a NULL among longs does not turn them into doubles (inexact past 2**53).
+
+    >>> state_frame([(2**53 + 1,), (None,)], StructType([StructField("n", LongType())]))["n"].tolist()
+    [9007199254740993, <NA>]
+    """
+    rows = list(rows)
+    columns = list(zip(*rows)) if rows else [()] * len(schema.fields)
+    return pd.DataFrame({f.name: pd.array(list(v), dtype="Int64") if f.dataType.typeName() in INTEGRAL
+                         else pd.Series(list(v), dtype=None if rows else object)
+                         for f, v in zip(schema.fields, columns)})
+
+
+def history(sessions: StructType) -> pa.Schema:
+    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last)."""
+    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in sessions.fields])
+
+
+def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
+    """Emitted sessions ``added`` (``arrow``'s columns: keys, ``wid``, start, last), one row
+    each, as one Arrow IPC stream: a state row per micro-batch, not per session or key.
+
+    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64()), ("s", pa.int64()), ("e", pa.int64())])
+    >>> cell = packed(pd.DataFrame({"k": ["a", None, "a"], "wid": [0, 0, 1], "s": [1, 2, 5], "e": [3, 2, 9]}), arrow)
+    >>> unpacked([cell, cell], arrow).values.tolist()[:3], unpacked([], arrow).columns.tolist()
+    ([['a', 0, 1, 3], [None, 0, 2, 2], ['a', 1, 5, 9]], ['k', 'wid', 's', 'e'])
+    """
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, arrow) as writer:
+        writer.write_table(pa.Table.from_pandas(added[arrow.names], schema=arrow, preserve_index=False))
+    return sink.getvalue().to_pybytes()
+
+
+def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
+    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns."""
+    tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
+    return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=NULLABLE.get)
