@@ -3,7 +3,8 @@ each bucket must receive: its own elements, unchanged, and, for each column that
 to every bucket (``wid_closed`` of marks on all keys, ``wid_lo`` of open ranges), every record
 of it over the whole batch in ``row_num`` order (a tuple above every earlier one) and the
 batch's last tuple, as narrow mark rows. No Spark: ``pack`` is the function ``mapInArrow``
-runs; tests/test_live.py runs it in the streaming job."""
+runs; tests/test_live.py runs it in the streaming job. The buckets' keys are checked against
+Spark's own hash and shuffle."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pyspark.sql import functions as F
 
-from wid.stream.live_input import BUCKET, KIND, MARK, PUNCTUATION, TUPLE, pack, unpack
+from wid.stream.live_input import BUCKET, KIND, MARK, PUNCTUATION, TUPLE, bucket_keys, pack, spark_hash, unpack
 
 BUCKETS = 3
 NAMES = (BUCKET, "row_num", KIND, "wid_closed", "wid_lo", "speed")
@@ -33,9 +35,10 @@ def _batch(rows: list[dict]) -> pa.RecordBatch:
 
 def _received(rows: list[dict], spread: tuple[str, ...]) -> dict[int, list[dict]]:
     out: dict[int, list[dict]] = {}
+    bucket_of = {key: b for b, key in enumerate(bucket_keys(BUCKETS))}
     for cells in pack(iter([_batch(rows)]), BUCKETS, spread):
-        for b, cell in zip(cells.column(BUCKET).to_pylist(), cells.column("_wid_rows").to_pylist()):
-            out.setdefault(b, []).extend(unpack([cell]).to_pylist())
+        for key, cell in zip(cells.column(BUCKET).to_pylist(), cells.column("_wid_rows").to_pylist()):
+            out.setdefault(bucket_of[key], []).extend(unpack([cell]).to_pylist())
     return out
 
 
@@ -71,3 +74,18 @@ def test_spread_columns_bring_every_record_to_every_bucket(spread, rows):
             tuple(r[n] for n in ("row_num", *spread)) for r in others}
         for name in spread:
             assert _records(rows, name) & {r["row_num"] for r in others} <= {m["row_num"] for m in marks}
+
+
+@given(st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=200))
+def test_spark_hash_is_the_hash_spark_computes(spark, values):
+    frame = spark.createDataFrame([(v,) for v in values], "v int")
+    assert [r.h for r in frame.select(F.hash("v").alias("h")).collect()] == [spark_hash(v) for v in values]
+
+
+@pytest.mark.parametrize("buckets", [1, 2, 3, 4, 7, 8])
+def test_each_bucket_has_a_shuffle_partition_of_its_own(spark, buckets):
+    """Spark's shuffle by the bucket key (the stateful step's grouping) into as many partitions
+    as buckets puts each bucket alone in one: the buckets run on as many cores."""
+    keys = spark.createDataFrame([(k,) for k in bucket_keys(buckets)], "k int").repartition(buckets, "k")
+    per_partition = keys.groupBy(F.spark_partition_id()).count().collect()
+    assert len(per_partition) == buckets and {r["count"] for r in per_partition} == {1}

@@ -21,8 +21,8 @@ rows.
 >>> batch = pa.record_batch({"_wid_bucket": pa.array([1, 0, 1], pa.int32()), "row_num": [4, 5, 6],
 ...                          "_wid_kind": pa.array([TUPLE] * 3, pa.int32()), "wid_closed": [3, 2, 3]})
 >>> [cells] = pack(iter([batch]), buckets=2, spread=("wid_closed",))
->>> cells.column(0).to_pylist()
-[0, 1]
+>>> cells.column(0).to_pylist() == list(bucket_keys(2))
+True
 >>> bucket_0 = unpack([cells.column(1)[0].as_py()]).sort_by("row_num")
 >>> bucket_0.column("row_num").to_pylist(), bucket_0.column("_wid_kind").to_pylist()
 ([4, 5, 6], [1, 0, 1])
@@ -39,6 +39,43 @@ import pyarrow as pa
 TUPLE, MARK, PUNCTUATION, END = 0, 1, 2, 3
 KIND, BUCKET, ROWS = "_wid_kind", "_wid_bucket", "_wid_rows"
 LAST = np.iinfo(np.int64).max  # the row_num of an end marker without one: after everything
+_M32 = 0xFFFFFFFF
+
+
+def spark_hash(value: int) -> int:
+    """Spark's ``hash`` of an INT ``value``: Murmur3 x86 32-bit, seed 42, as a signed int (the hash
+    Spark's shuffle partitions a grouping key by, ``pmod(hash(key), partitions)``).
+
+    >>> spark_hash(0), spark_hash(1), spark_hash(-7)
+    (933211791, -559580957, -1618159745)
+    """
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _M32
+
+    k = rotl((value & _M32) * 0xCC9E2D51 & _M32, 15) * 0x1B873593 & _M32
+    h = ((rotl(42 ^ k, 13) * 5 + 0xE6546B64) & _M32) ^ 4  # length: 4 bytes
+    h = (h ^ h >> 16) * 0x85EBCA6B & _M32
+    h = (h ^ h >> 13) * 0xC2B2AE35 & _M32
+    h ^= h >> 16
+    return h - (1 << 32) if h >> 31 else h
+
+
+def bucket_keys(buckets: int) -> tuple[int, ...]:
+    """The stateful step's key of each hash bucket ``b``: the least whole number ``v >= 0`` with
+    ``pmod(hash(v), buckets) = b``. Spark's shuffle into ``buckets`` partitions (as
+    :func:`wid.stream.live_run.start` starts the query) then gives each bucket a partition, and
+    a core, of its own; the keys ``0 .. buckets - 1`` would not (``hash`` sends 0 and 1 both to
+    partition 1 of 2).
+
+    >>> bucket_keys(2)
+    (2, 0)
+    """
+    keys: dict[int, int] = {}
+    v = 0
+    while len(keys) < buckets:
+        keys.setdefault(spark_hash(v) % buckets, v)
+        v += 1
+    return tuple(keys[b] for b in range(buckets))
 
 
 def _marks(batch: pa.RecordBatch, spread: tuple[str, ...]) -> pa.RecordBatch:
@@ -90,10 +127,11 @@ def _cell(rows: pa.RecordBatch) -> bytes:
 
 
 def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...] = ()) -> Iterator[pa.RecordBatch]:
-    """Per batch, one row ``(b, IPC stream)`` per bucket ``b`` with elements: the batch's rows
-    of bucket ``b`` and, when some columns must ``spread`` to every bucket, the other buckets'
-    tuples that carry their records, as marks (see the module doc); schema ``(_wid_bucket int,
-    _wid_rows binary)``."""
+    """Per batch, one row ``(key, IPC stream)`` per bucket ``b`` with elements, ``key`` the
+    bucket's :func:`bucket_keys`: the batch's rows of bucket ``b`` and, when some columns must
+    ``spread`` to every bucket, the other buckets' tuples that carry their records, as marks
+    (see the module doc); schema ``(_wid_bucket int, _wid_rows binary)``."""
+    keys = bucket_keys(buckets)
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -108,7 +146,7 @@ def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...
                                            pa.array(np.full(others.num_rows, b, np.int32)))
                 rows = pa.concat_batches([rows, others])
             if rows.num_rows:
-                values.append(b)
+                values.append(keys[b])
                 cells.append(_cell(rows))
         yield pa.record_batch([pa.array(values, pa.int32()), pa.array(cells, pa.binary())], names=[BUCKET, ROWS])
 
