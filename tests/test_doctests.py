@@ -13,13 +13,14 @@ import wid
 
 #: Module -> the public functions whose docstrings must carry a runnable example.
 PUBLIC = {
-    "wid.query": ["query"],
+    "wid.compiler": ["query"],
     "wid.stream.replay": ["replay"],
     "wid.stream.punctuate": ["embedded", "slack", "heartbeat", "ordered_by"],
     "wid.sql": ["register", "create_view", "run_sql"],
     "wid.aggregate.bins": [],
     "wid.stream.scan": ["before"],
-    "wid.stream.live_input": [],
+    "wid.stream.live_input": ["spark_hash", "bucket_keys"],
+    "wid.stream.live_processor": [],
     "wid.stream.live_arrival": ["positions", "arrival_order"],
     "wid.stream.state_rows": ["state_frame", "packed"],
     "wid.stream.live_windows": ["advance"],

@@ -27,7 +27,7 @@ from wid.aggregate import fca
 from wid.aggregate.bins import Bins, at_windows
 from wid.aggregate.fca import chunk_rows_of
 from wid.bucket.fca import CHUNK, units
-from wid.query import compile_query
+from wid.compiler import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
 START = dt.datetime(2026, 1, 1)

@@ -2,15 +2,35 @@
 
 Bucket tags tuples with ranges of window-ids, a window-agnostic aggregate groups
 by them, punctuations decide when an extent is complete.
+
+The public names load on first use: a Python worker that runs one stage (a live query's
+stateful step, its packing) imports only that stage's modules, and Spark's driver-side process
+that reads a live query's state schemas imports no engine at all.
 """
 
-from wid.errors import WidError
-from wid.query import query
-from wid.sql import create_view, register, run_sql
-from wid.stream import punctuate
-from wid.stream.live import Live, live
-from wid.stream.replay import Replay, replay
-from wid.sqltext import to_sql
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOMES = {"WidError": "wid.errors", "query": "wid.compiler", "register": "wid.sql", "create_view": "wid.sql",
+          "run_sql": "wid.sql", "to_sql": "wid.sqltext", "replay": "wid.stream.replay",
+          "Replay": "wid.stream.replay", "live": "wid.stream.live", "Live": "wid.stream.live"}
 
 __all__ = ["WidError", "query", "register", "create_view", "run_sql", "to_sql", "punctuate", "replay", "Replay",
            "live", "Live"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "punctuate":  # the module of generators
+        value = importlib.import_module("wid.stream.punctuate")
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    else:
+        raise AttributeError(f"module 'wid' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -24,7 +24,7 @@ from wid.bench_kinds import REPLAY_QUERY, ROWS_CLAUSE, SPL_CLAUSE, fca, replay_v
 from wid.console import aligned
 from wid.errors import WidError
 from wid.live_bench import live_bench
-from wid.query import query
+from wid.compiler import query
 from wid.sqltext import to_sql
 
 

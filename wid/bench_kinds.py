@@ -19,7 +19,7 @@ from wid.bucket.columns import WID_HI, WID_LO
 from wid.bucket.fca import units
 from wid.bucket.spl import operational_bucket
 from wid.datasets.disorder import disorder
-from wid.query import compile_query, query
+from wid.compiler import compile_query, query
 from wid.spec.spl import parse_spl
 from wid.stream.punctuate import heartbeat
 from wid.stream.replay import replay

@@ -25,7 +25,7 @@ from wid import bench, experiment, live_cli, serve, sqlshell
 from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, table
 from wid.errors import WidError
 from wid.plan import Plan
-from wid.query import WindowQuery, query
+from wid.compiler import WindowQuery, query
 from wid.session import local_session, remote_session
 from wid.spec.clause import parse_window
 from wid.spec.flink import from_dict

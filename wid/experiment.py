@@ -33,7 +33,7 @@ from pyspark.sql import SparkSession
 from wid.console import log
 from wid.errors import WidError
 from wid.plan import Plan
-from wid.query import query
+from wid.compiler import query
 from wid.stream import punctuate
 from wid.stream.metrics import summary
 from wid.stream.replay import replay

@@ -37,7 +37,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
-from wid.query import query
+from wid.compiler import query
 from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import NAME_PART, qualified
 from wid.sqltext import to_sql

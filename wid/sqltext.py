@@ -10,7 +10,7 @@ windows of count, time and punct policies and Flink discretizations on the ``col
 the windows joined with their extents for slide-by-tuple windows. The kinds tagged in Python
 (SPL delta policies and partition eviction, Flink discretizations on the ``chain`` or
 ``scan`` path) refuse, naming the alternative (a temporary view). Every user expression is
-one Spark SQL expression (each was parsed and resolved by :func:`wid.query.compile_query`) and
+one Spark SQL expression (each was parsed and resolved by :func:`wid.compiler.compile_query`) and
 goes into the text in parentheses, a line end closing any comment.
 """
 
@@ -20,7 +20,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from wid.errors import WidError
-from wid.query import CompiledQuery, compile_query, resolved, sort_item
+from wid.compiler import CompiledQuery, compile_query, resolved, sort_item
 from wid.text import WindowQuery
 from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import Sql, qualified, quote

@@ -155,7 +155,7 @@ class WindowSpec(ABC):
         return range_aggregate(tagged, keys, aggregates, self.span)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """``(results, late)`` of ``compiled`` (a :class:`wid.query.CompiledQuery` of this kind)
+        """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
         raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
                        f"not {type(self).__name__}")

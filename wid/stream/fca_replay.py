@@ -55,7 +55,7 @@ _LAST = "_wid_last"
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0,
            chunk_rows: int = CHUNK_ROWS) -> tuple[DataFrame, DataFrame]:
-    """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.query.CompiledQuery`)
+    """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.compiler.CompiledQuery`)
     under ``punctuation`` (None: only the end of the stream) and ``allowed_lateness`` (``rattr``
     units, seconds for timestamps): the results are the aggregate's columns plus ``emit_row``
     and ``revision``, ``late`` the stream's columns plus ``wid``. ``chunk_rows`` sizes the

@@ -26,7 +26,7 @@ from wid.aggregate.range import Aggregate, range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
-from wid.query import CompiledQuery
+from wid.compiler import CompiledQuery
 from wid.spec.numbers import Number, as_number, times
 from wid.spec.windows import ContextFree
 from wid.stream.punctuation import Generator, Punctuations
@@ -72,7 +72,7 @@ def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (a sliding, tumbling or landmark
-    :class:`wid.query.CompiledQuery`) under ``punctuation`` (None: only the end of the stream;
+    :class:`wid.compiler.CompiledQuery`) under ``punctuation`` (None: only the end of the stream;
     ROWS windows: implied by arrival order): the results are the aggregate's columns plus
     ``emit_row`` and ``revision``, ``late`` the stream's columns plus ``wid``. With
     ``allowed_lateness`` L, ``C_L`` = the largest window closed by the bounds minus L: a tuple's

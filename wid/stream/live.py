@@ -15,7 +15,8 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
    bound also go to every other bucket as narrow mark rows; a punctuation goes to the buckets
    of the keys it binds; the end marker goes everywhere. The elements reach the stateful step
    packed into Arrow cells (:mod:`wid.stream.live_input`), a few rows per bucket and batch.
-4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator): ``row_num``
+4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator, run by
+   :class:`wid.stream.live_processor.Stateful`): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows.
 5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
    of Spark's own types, a decimal's avg exact as in :func:`wid.query`
@@ -41,12 +42,13 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
 from wid.errors import WidError
-from wid.query import CompiledQuery, compile_query
+from wid.compiler import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
 from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
 from wid.stream.live_output import Live, views_of
+from wid.stream.live_processor import Stateful
 from wid.stream.live_session_state import SessionProcessor
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
@@ -188,7 +190,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
-    processor = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
+    processor = Stateful(PaneProcessor(layout) if sessions is None else SessionProcessor(layout))
     out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if sessions is not None:

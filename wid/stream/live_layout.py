@@ -12,7 +12,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Struc
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
-from wid.query import CompiledQuery
+from wid.compiler import CompiledQuery
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
 

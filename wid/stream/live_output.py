@@ -12,7 +12,7 @@ from pyspark.sql.types import DataType
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
-from wid.query import CompiledQuery, resolved
+from wid.compiler import CompiledQuery, resolved
 
 
 @dataclass

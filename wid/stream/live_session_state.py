@@ -5,13 +5,14 @@
 from __future__ import annotations
 
 import pandas as pd
-from pyspark.sql.streaming.stateful_processor import StatefulProcessorHandle
 from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 from wid.bucket.columns import WID
 from wid.stream.live_arrival import COUNT
+from wid.stream.live_processor import LIST, Variables
 from wid.stream.live_sessions import SessionState, advance_sessions
 from wid.stream.live_state import PaneProcessor
+from wid.stream.live_windows import Layout
 from wid.stream.state_rows import SESSIONS, history, packed, records, state_frame, unpacked
 
 
@@ -22,13 +23,16 @@ class SessionProcessor(PaneProcessor):
     and lasts, appended as they are emitted (a row per micro-batch:
     :func:`wid.stream.state_rows.packed`) and read only when a tuple may touch one."""
 
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        super().init(handle)
-        keys = self.layout.pane_schema.fields[:len(self.layout.keys)]
+    def __init__(self, layout: Layout) -> None:
+        super().__init__(layout)
+        keys = layout.pane_schema.fields[:len(layout.keys)]
         self.counts_schema = StructType([*keys, StructField(COUNT, LongType())])
-        self.counts = handle.getListState("counts", self.counts_schema)
-        self.emitted = handle.getListState("emitted", StructType([StructField(SESSIONS, BinaryType())]))
-        self.arrow = history(StructType([*keys, StructField(WID, LongType()), *self.layout.pane_schema.fields[-2:]]))
+        self.arrow = history(StructType([*keys, StructField(WID, LongType()), *layout.pane_schema.fields[-2:]]))
+
+    def variables(self) -> Variables:
+        """:meth:`PaneProcessor.variables` and the sessions' ``counts`` and ``emitted``."""
+        return {**super().variables(), "counts": (LIST, self.counts_schema),
+                "emitted": (LIST, StructType([StructField(SESSIONS, BinaryType())]))}
 
     def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
                  end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -1,4 +1,5 @@
-"""The stateful step of live mode (``transformWithStateInPandas``, time mode "None").
+"""The stateful step of live mode (``transformWithStateInPandas``, time mode "None", run by
+:class:`wid.stream.live_processor.Stateful`).
 
 :class:`PaneProcessor` is window-agnostic: per hash bucket of the grouping keys it sees the
 bucket's stream elements, ``row_num`` and a kind each (0 tuple, 1 mark: another bucket's
@@ -31,13 +32,14 @@ from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
-from pyspark.sql.streaming.stateful_processor import StatefulProcessor, StatefulProcessorHandle, TimerValues
+from pyspark.sql.streaming.stateful_processor import TimerValues
 from pyspark.sql.types import IntegerType, LongType, NumericType, StructField, StructType
 
 from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
+from wid.stream.live_processor import LIST, VALUE, Variables
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
 from wid.stream.state_rows import INTEGRAL, NULLABLE, records, state_frame
@@ -59,31 +61,29 @@ def _events(rows: Iterator[pd.DataFrame]) -> pd.DataFrame:
     return unpack(cell for frame in rows for cell in frame.iloc[:, -1]).to_pandas(types_mapper=NULLABLE.get)
 
 
-class PaneProcessor(StatefulProcessor):
+class PaneProcessor:
     """Per hash bucket: the panes and closed windows of its keys; output rows of kind
     ``result`` (keys, ``wid``, the window's merged partials, ``emit_row``) and ``late``
-    (payload, ``wid``)."""
+    (payload, ``wid``). The step :class:`wid.stream.live_processor.Stateful` runs."""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-
-    def init(self, handle: StatefulProcessorHandle) -> None:
-        """The bucket's state variables (see the module doc); the counts of ROWS partitions and
-        the largest ``wid_lo`` of open ranges only for those kinds."""
-        self.panes = handle.getListState("panes", self.layout.pane_schema)
-        if self.layout.tagger is not None:
-            part = [f for f in self.layout.closed_schema.fields if f.name in self.layout.bounds.pattern]
-            self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
-            self.counts = handle.getListState("counts", self.counts_schema)
-        self.closed = handle.getListState("closed", self.layout.closed_schema)
-        bound = self.layout.closed_schema[CLOSED].dataType  # a window-id, or a session bound on x
-        self.last = handle.getValueState("last", StructType([StructField("row_num", LongType()),
-                                                            StructField(KIND, IntegerType()),
-                                                            StructField("high", bound)]))
+        bound = layout.closed_schema[CLOSED].dataType  # a window-id, or a session bound on x
         self.pending_schema = StructType([PENDING["row_num"], StructField(CLOSED, bound)])
-        self.pending = handle.getListState("pending", self.pending_schema)
-        if self.layout.open:
-            self.top = handle.getValueState("top", "top long")  # the largest wid_lo so far
+        part = [f for f in layout.closed_schema.fields if f.name in layout.bounds.pattern]
+        self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
+
+    def variables(self) -> Variables:
+        """The bucket's state variables (see the module doc), set as attributes of their names
+        by :class:`wid.stream.live_processor.Stateful`; the counts of ROWS partitions and the
+        largest ``wid_lo`` of open ranges only for those kinds."""
+        lay = self.layout
+        last = StructType([StructField("row_num", LongType()), StructField(KIND, IntegerType()),
+                           StructField("high", lay.closed_schema[CLOSED].dataType)])
+        return {"panes": (LIST, lay.pane_schema), "closed": (LIST, lay.closed_schema), "last": (VALUE, last),
+                "pending": (LIST, self.pending_schema),
+                **({"counts": (LIST, self.counts_schema)} if lay.tagger is not None else {}),
+                **({"top": (VALUE, StructType([StructField("top", LongType())]))} if lay.open else {})}
 
     def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
         """Steps 1 and 2 (state: the last element, the pending marks): the batch's punctuations
@@ -177,6 +177,3 @@ class PaneProcessor(StatefulProcessor):
                 value = value.astype(object).where(value.notna(), None)
             columns[field.name] = value
         return pd.DataFrame(columns, index=out.index)
-
-    def close(self) -> None:
-        """Nothing to release: the state lives in the state store."""

@@ -26,7 +26,7 @@ from wid.stream.punctuation import Generator
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
            fired: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, DataFrame]:
-    """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.query.CompiledQuery`), the
+    """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.compiler.CompiledQuery`), the
     windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``)."""
     if punctuation is not None:
         raise WidError("SPL and Flink windows fire on their own policies in arrival order (punct() and "

@@ -64,7 +64,7 @@ class Generator(ABC):
 
     @abstractmethod
     def punctuations(self, compiled) -> Punctuations:
-        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.query.CompiledQuery`)."""
+        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.compiler.CompiledQuery`)."""
 
     @abstractmethod
     def marks(self, compiled) -> Marks:

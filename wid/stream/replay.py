@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wid.bucket.columns import EMIT_ROW, REVISION, in_order
 from wid.errors import WidError
-from wid.query import CompiledQuery, compile_query, resolved
+from wid.compiler import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
 from wid.spec.windows import WindowSpec
 from wid.stream.punctuation import Generator
