@@ -4,16 +4,25 @@
   imports its tagger when asked for it);
 - no private name (``_x``) imported from another module;
 - outside ``wid/spec`` no module switches on a window kind: no ``isinstance`` against a
-  :class:`wid.spec.windows.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec.
+  :class:`wid.spec.windows.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec;
+- a live query's processor unpickles, as Spark's driver-side state-schema process does at each
+  query start, without loading pandas or the engine.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
+from pyspark import cloudpickle
+from pyspark.sql.types import LongType, StructField, StructType
+
 from wid.spec.windows import WindowSpec
+from wid.stream.live_processor import VALUE, Stateful
+from wid.stream.live_state import PaneProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "wid"
@@ -153,7 +162,7 @@ def test_no_module_outside_spec_switches_on_the_window_kind():
 
 def test_the_spec_never_imports_a_later_stage_at_import_time():
     graph = module_graph(MODULES)
-    later = ("wid.bucket", "wid.aggregate", "wid.stream", "wid.query", "wid.sql")
+    later = ("wid.bucket", "wid.aggregate", "wid.stream", "wid.compiler", "wid.sql")
     assert {m: sorted(t for t in ts if t.startswith(later)) for m, ts in graph.items() if m.startswith("wid.spec")} \
         == {m: [] for m in graph if m.startswith("wid.spec")}
 
@@ -185,3 +194,24 @@ def test_the_checks_find_what_they_look_for():
     assert private_imports(made_up) == ["wid.b imports _hidden from wid.a"]
     assert sorted(s.split(":")[1] for s in spec_switches("wid.c", made_up["wid.c"], names)) == ["5", "5", "6", "7"]
     assert spec_switches("wid.d", made_up["wid.d"], names) == []
+
+
+class _Step(PaneProcessor):
+    """A step whose unpickling would load the engine (:mod:`wid.stream.live_state`, pandas)."""
+
+    def __init__(self) -> None:  # no layout needed: only its state variables are read
+        pass
+
+    def variables(self):
+        return {"seen": (VALUE, StructType([StructField("n", LongType())]))}
+
+
+def test_spark_reads_a_live_processors_state_schemas_without_loading_the_engine(tmp_path):
+    pickled = tmp_path / "processor.pickle"
+    pickled.write_bytes(cloudpickle.dumps(Stateful(_Step())))
+    probe = (f"import pickle, sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); "
+             f"p = pickle.loads(open({str(pickled)!r}, 'rb').read()); "
+             "print(sorted(p.variables), [m for m in ('pandas', 'numpy', 'wid.stream.live_state', 'wid.compiler') "
+             "if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["['seen']", "[]"]
