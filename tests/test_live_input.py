@@ -2,15 +2,15 @@
 each bucket must receive: its own elements, unchanged, and, for each column that must spread
 to every bucket (``wid_closed`` of marks on all keys, ``wid_lo`` of open ranges), every record
 of it over the whole batch in ``row_num`` order (a tuple above every earlier one) and the
-batch's last tuple, as narrow mark rows. No Spark: ``pack`` is the function ``mapInArrow``
-runs; tests/test_live.py runs it in the streaming job. The buckets' keys are checked against
+batch's last tuple, as narrow mark rows: ``pack`` is the function ``mapInArrow`` runs
+(tests/test_live.py runs it in the streaming job). The buckets' keys are checked against
 Spark's own hash and shuffle."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -77,6 +77,7 @@ def test_spread_columns_bring_every_record_to_every_bucket(spread, rows):
 
 
 @given(st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=200))
+@example([-2**31, -1, 0, 1, 2**31 - 1])
 def test_spark_hash_is_the_hash_spark_computes(spark, values):
     frame = spark.createDataFrame([(v,) for v in values], "v int")
     assert [r.h for r in frame.select(F.hash("v").alias("h")).collect()] == [spark_hash(v) for v in values]

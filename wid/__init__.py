@@ -11,17 +11,26 @@ that reads a live query's state schemas imports no engine at all.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what the names are, for type checkers and editors
+    from wid.compiler import query
+    from wid.errors import WidError
+    from wid.sql import create_view, register, run_sql
+    from wid.sqltext import to_sql
+    from wid.stream import punctuate
+    from wid.stream.live import Live, live
+    from wid.stream.replay import Replay, replay
 
 _HOMES = {"WidError": "wid.errors", "query": "wid.compiler", "register": "wid.sql", "create_view": "wid.sql",
           "run_sql": "wid.sql", "to_sql": "wid.sqltext", "replay": "wid.stream.replay",
           "Replay": "wid.stream.replay", "live": "wid.stream.live", "Live": "wid.stream.live"}
 
-__all__ = ["WidError", "query", "register", "create_view", "run_sql", "to_sql", "punctuate", "replay", "Replay",
-           "live", "Live"]
+__all__ = [*_HOMES, "punctuate"]
 
 
 def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use (then a plain attribute)."""
     if name == "punctuate":  # the module of generators
         value = importlib.import_module("wid.stream.punctuate")
     elif name in _HOMES:
@@ -33,4 +42,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted({*globals(), *__all__})

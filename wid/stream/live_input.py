@@ -31,6 +31,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +50,8 @@ def spark_hash(value: int) -> int:
     >>> spark_hash(0), spark_hash(1), spark_hash(-7)
     (933211791, -559580957, -1618159745)
     """
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"spark_hash takes an INT (32 bits), got {value}")
     def rotl(x: int, r: int) -> int:
         return ((x << r) | (x >> (32 - r))) & _M32
 
@@ -60,21 +63,23 @@ def spark_hash(value: int) -> int:
     return h - (1 << 32) if h >> 31 else h
 
 
+@cache
 def bucket_keys(buckets: int) -> tuple[int, ...]:
     """The stateful step's key of each hash bucket ``b``: the least whole number ``v >= 0`` with
     ``pmod(hash(v), buckets) = b``. Spark's shuffle into ``buckets`` partitions (as
     :func:`wid.stream.live_run.start` starts the query) then gives each bucket a partition, and
     a core, of its own; the keys ``0 .. buckets - 1`` would not (``hash`` sends 0 and 1 both to
-    partition 1 of 2).
+    partition 1 of 2). A checkpoint's state is keyed by them: one written before they were
+    (keys ``0 .. buckets - 1``) cannot be resumed.
 
     >>> bucket_keys(2)
     (2, 0)
     """
     keys: dict[int, int] = {}
-    v = 0
-    while len(keys) < buckets:
+    for v in range(2**31):
+        if len(keys) == buckets:
+            break
         keys.setdefault(spark_hash(v) % buckets, v)
-        v += 1
     return tuple(keys[b] for b in range(buckets))
 
 
