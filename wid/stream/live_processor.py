@@ -37,6 +37,9 @@ class Stateful(StatefulProcessor):
 
     def __init__(self, step: Any) -> None:
         self.variables: Variables = step.variables()
+        taken = [name for name in self.variables if hasattr(step, name)]
+        if taken:
+            raise ValueError(f"state variables {taken} would replace attributes of {type(step).__name__}")
         self.step = cloudpickle.dumps(step)
 
     def init(self, handle: StatefulProcessorHandle) -> None:
