@@ -122,7 +122,9 @@ def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column
 def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: Generator | None = None,
          *, buckets: int = 2) -> Live:
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
-    hash buckets of the grouping keys (keys of the pane state)."""
+    hash buckets of the grouping keys (keys of the pane state), each on a state partition and a
+    core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
+    (:func:`wid.stream.live_run.start` sees to it)."""
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     if punctuation is not None and not isinstance(punctuation, Generator):
