@@ -9,7 +9,7 @@ with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have 
 partitions. Reported: rows/s of each (one run, wall clock from start to the end of the last
 batch) and the largest state of each operator, per key and per (key, open window): Spark's
 from its operator's metric, wid's panes read back from its checkpoint after each batch (the
-operator's metric counts a bucket's list of panes as one row), and for sessions the emitted
+operator's metric counts a bucket's state, all its panes, as one row), and for sessions the emitted
 sessions wid keeps; with the machine's load average before the run (idle or loaded).
 """
 
@@ -21,15 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
 from wid.stream import live_run
 from wid.stream.live import END_COLUMN, live
-from wid.stream.live_arrival import COUNT
 from wid.stream.punctuate import slack
+from wid.stream.state_rows import Frames
 
 WID_CHECKPOINT = "wid_checkpoint"
 
@@ -55,23 +55,25 @@ def _state_rows(progress: list[dict]) -> int:
                default=0)
 
 
-def _state(spark: SparkSession, checkpoint: Path, variable: str, batch: int) -> DataFrame:
-    """A list state of wid's stateful step after micro-batch ``batch``, one row per element,
-    read from its checkpoint with Spark's state data source."""
-    return (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", variable)
-            .option("flattenCollectionTypes", "true").option("batchId", batch).load())
+def _frames(spark: SparkSession, checkpoint: Path, batch: int) -> list[dict[str, list[tuple]]]:
+    """The state frames of each bucket of wid's stateful step after micro-batch ``batch``
+    (frame name -> state rows, :class:`wid.stream.state_rows.Frames`), read from its checkpoint
+    with Spark's state data source."""
+    cells = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "bucket")
+             .option("batchId", batch).load().select("value.frames").collect())
+    return [Frames((cell,), {}).rows for cell, in cells]
 
 
 def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> int:
-    """The most panes (rows of ``panes``) of wid's stateful step after a micro-batch."""
-    return max((_state(spark, checkpoint, "panes", p["batchId"]).count() for p in progress), default=0)
+    """The most panes (rows of the frames ``panes``) of wid's stateful step after a micro-batch."""
+    return max((sum(len(f.get("panes", [])) for f in _frames(spark, checkpoint, p["batchId"])) for p in progress),
+               default=0)
 
 
 def _emitted_sessions(spark: SparkSession, checkpoint: Path, batch: int) -> int:
-    """The sessions emitted up to micro-batch ``batch``, all kept in ``emitted`` (in rows of
-    ``counts``: per key, how many)."""
-    counts = _state(spark, checkpoint, "counts", batch)
-    return counts.agg(F.sum(f"list_element.{COUNT}")).first()[0] or 0
+    """The sessions emitted up to micro-batch ``batch``, all kept in ``emitted`` (in the rows
+    ``(keys, count)`` of the frames ``counts``: per key, how many)."""
+    return sum(row[-1] for f in _frames(spark, checkpoint, batch) for row in f.get("counts", []))
 
 
 def _windows(range_s: int, slide_s: int, gap: int | None) -> tuple[str, Column]:

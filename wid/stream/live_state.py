@@ -8,7 +8,8 @@ tuple, 2 punctuation, 3 end of stream), keys, ``wid_lo``/``wid_hi``, values and
 keys, the largest ``wid_closed`` per punctuation pattern, the last element seen, the marks
 on all keys not due yet, for ROWS windows the tuples counted per partition, for landmark
 windows the largest ``wid_lo``; for sessions :class:`wid.stream.live_session_state.SessionProcessor`'s;
-nothing per tuple. The state store's row format: :mod:`wid.stream.state_rows`.
+nothing per tuple; all of it in one value-state row per bucket, read and written once per
+micro-batch (:class:`wid.stream.state_rows.Frames`).
 Arrival order: :mod:`wid.stream.live_arrival`.
 
 Per micro-batch:
@@ -33,16 +34,16 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 from pyspark.sql.streaming.stateful_processor import TimerValues
-from pyspark.sql.types import IntegerType, LongType, NumericType, StructField, StructType
+from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
 from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
 from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
-from wid.stream.live_processor import LIST, VALUE, Variables
+from wid.stream.live_processor import VALUE, Variables
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
-from wid.stream.state_rows import INTEGRAL, NULLABLE, records, state_frame
+from wid.stream.state_rows import INTEGRAL, NULLABLE, Frames
 
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).
@@ -74,38 +75,41 @@ class PaneProcessor:
         self.counts_schema = StructType([*part, StructField(COUNT, LongType())])
 
     def variables(self) -> Variables:
-        """The bucket's state variables (see the module doc), set as attributes of their names
-        by :class:`wid.stream.live_processor.Stateful`; the counts of ROWS partitions and the
-        largest ``wid_lo`` of open ranges only for those kinds."""
+        """The bucket's state (see the module doc): one value-state row of frames
+        (:class:`wid.stream.state_rows.Frames`), set as the attribute ``bucket`` by
+        :class:`wid.stream.live_processor.Stateful`."""
+        return {"bucket": (VALUE, Frames.SCHEMA)}
+
+    def schemas(self) -> dict[str, StructType]:
+        """The bucket's frames: panes, the bound table, the pending marks, and for ROWS windows
+        the counts per partition (the last element and, for landmark windows, the largest
+        ``wid_lo`` are single rows)."""
         lay = self.layout
-        last = StructType([StructField("row_num", LongType()), StructField(KIND, IntegerType()),
-                           StructField("high", lay.closed_schema[CLOSED].dataType)])
-        return {"panes": (LIST, lay.pane_schema), "closed": (LIST, lay.closed_schema), "last": (VALUE, last),
-                "pending": (LIST, self.pending_schema),
-                **({"counts": (LIST, self.counts_schema)} if lay.tagger is not None else {}),
-                **({"top": (VALUE, StructType([StructField("top", LongType())]))} if lay.open else {})}
+        return {"panes": lay.pane_schema, "closed": lay.closed_schema, "pending": self.pending_schema,
+                "counts": self.counts_schema}
 
     def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
         """Steps 1 and 2 (state: the last element, the pending marks): the batch's punctuations
         on all keys, ``row_num`` and ``wid_closed``."""
-        last = self.last.get() if self.last.exists() else None
+        last = self.frames.row("last")
         check_order(events, last)
         high = NONE if last is None or last[2] is None else last[2]
         due = events.iloc[0:0][["row_num", CLOSED]]
         if self.layout.on_all:
-            pending = state_frame(self.pending.get(), self.pending_schema)
-            due, waiting = on_all_keys(events, pending, high, self.layout.shift, end)
-            self.pending.put(records(waiting, self.pending_schema)) if len(waiting) else self.pending.clear()
+            due, waiting = on_all_keys(events, self.frames.get("pending"), high, self.layout.shift, end)
+            self.frames.put("pending", waiting)
             if len(due):
                 record = due[CLOSED].max()
                 high = max(high, record.item() if isinstance(record, np.generic) else record)  # as a Python value
-        self.last.update((int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]), None if high == NONE else high))
+        self.frames.set_row("last", (int(events["row_num"].iloc[-1]), int(events[KIND].iloc[-1]),
+                                     None if high == NONE else high))
         return due
 
     def handleInputRows(self, key: tuple, rows: Iterator[pd.DataFrame],
                         timerValues: TimerValues) -> Iterator[pd.DataFrame]:
         """One micro-batch of bucket ``key``: steps 1-4 of the module doc, one output frame."""
         lay = self.layout
+        self.frames = Frames(self.bucket.get(), self.schemas())
         events = arrival_order(_events(rows))
         end = bool((events[KIND] == END).any())
         on_all = self._sequence(events, end)
@@ -118,7 +122,9 @@ class PaneProcessor:
         if lay.own:
             punctuations = stack([punctuations, tuples[tuples[CLOSED].notna()]])
         punctuations = arrival_order(punctuations)[["row_num", *lay.bounds.pattern, CLOSED]]
-        yield self._output(*self._advance(events, tuples, punctuations, end))
+        out = self._output(*self._advance(events, tuples, punctuations, end))
+        self.bucket.update(self.frames.cell())
+        yield out
 
     def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
                  end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -127,10 +133,10 @@ class PaneProcessor:
         lay = self.layout
         punctuations = punctuations.astype({CLOSED: "int64"})
         top = self._top(events, punctuations) if lay.open else None
-        results, late, panes, bounds = advance(tuples, punctuations, state_frame(self.panes.get(), lay.pane_schema),
-                                               state_frame(self.closed.get(), lay.closed_schema), lay, end, top)
-        self.panes.put(records(panes, lay.pane_schema)) if len(panes) else self.panes.clear()
-        self.closed.put(records(bounds, lay.closed_schema)) if len(bounds) else self.closed.clear()
+        results, late, panes, bounds = advance(tuples, punctuations, self.frames.get("panes"),
+                                               self.frames.get("closed"), lay, end, top)
+        self.frames.put("panes", panes)
+        self.frames.put("closed", bounds)
         return results, late
 
     def _top(self, events: pd.DataFrame, punctuations: pd.DataFrame) -> int:
@@ -139,7 +145,7 @@ class PaneProcessor:
         punctuation closing a window beyond the largest one at its arrival is an error (which of
         them the rest of the stream opens is unknown while it runs), whatever the batches."""
         seen = events.loc[events[KIND].to_numpy() <= MARK, ["row_num", LO]].dropna()  # in (row_num, kind) order
-        before = self.top.get()[0] if self.top.exists() else NONE
+        before = (self.frames.row("top") or (NONE,))[0]
         running = np.maximum.accumulate(np.concatenate([[before], seen[LO].to_numpy("int64")]))
         at = np.searchsorted(seen["row_num"].to_numpy("int64"), punctuations["row_num"].to_numpy("int64"), "right")
         beyond = np.flatnonzero(punctuations[CLOSED].to_numpy("int64") > running[at])
@@ -152,7 +158,7 @@ class PaneProcessor:
                            "heartbeat on the data clock)")
         top = int(running[-1])
         if top != NONE:
-            self.top.update((top,))
+            self.frames.set_row("top", (top,))
         return top
 
     def _positioned(self, tuples: pd.DataFrame) -> pd.DataFrame:
@@ -160,8 +166,8 @@ class PaneProcessor:
         punctuation from the tagger; then only the tuples kept by WHERE and in a window (hopping
         gaps) go on, as replay's Bucket keeps them."""
         part = list(self.layout.bounds.pattern)
-        x, counts = positions(tuples, state_frame(self.counts.get(), self.counts_schema), part)
-        self.counts.put(records(counts, self.counts_schema)) if len(counts) else self.counts.clear()
+        x, counts = positions(tuples, self.frames.get("counts"), part)
+        self.frames.put("counts", counts)
         lo, hi, closed = self.layout.tagger(x)
         return _kept(tuples.assign(**{LO: lo, HI: hi, CLOSED: closed})[lo <= hi])
 

@@ -1,15 +1,17 @@
 """The state store's row format for live mode's stateful step (:mod:`wid.stream.live_state`):
-frames to and from state rows (whole numbers exact, NULLs kept), and the emitted sessions of a
-micro-batch packed into one row (:mod:`wid.stream.live_session_state`)."""
+frames to and from state rows (whole numbers exact, NULLs kept), a bucket's frames kept in one
+value-state row (:class:`Frames`), and the emitted sessions of a micro-batch packed into one
+row (:mod:`wid.stream.live_session_state`)."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterable
 
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 
 #: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
 SESSIONS = "_wid_sessions"
@@ -68,3 +70,42 @@ def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
     """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns."""
     tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
     return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=NULLABLE.get)
+
+
+class Frames:
+    """A bucket's state frames (name -> state rows of ``schemas[name]``), kept pickled in one
+    value-state row of :attr:`SCHEMA`: read once and written once per micro-batch (each call to
+    Spark's state server is a round trip of several milliseconds; the step made a dozen).
+    ``cell``: that row's value (None: no state yet).
+
+    >>> schemas = {"n": StructType([StructField("n", LongType())])}
+    >>> frames = Frames(None, schemas)
+    >>> frames.put("n", pd.DataFrame({"n": [2**53 + 1]})); frames.set_row("last", (7, None))
+    >>> again = Frames(frames.cell(), schemas)
+    >>> again.get("n")["n"].tolist(), again.row("last"), again.row("top")
+    ([9007199254740993], (7, None), None)
+    """
+
+    SCHEMA = StructType([StructField("frames", BinaryType())])
+
+    def __init__(self, cell: tuple | None, schemas: dict[str, StructType]) -> None:
+        self.rows: dict[str, list[tuple]] = pickle.loads(cell[0]) if cell else {}
+        self.schemas = schemas
+
+    def get(self, name: str) -> pd.DataFrame:
+        """Frame ``name`` (empty, with its columns, when there is none)."""
+        return state_frame(self.rows.get(name, []), self.schemas[name])
+
+    def put(self, name: str, frame: pd.DataFrame) -> None:
+        self.rows[name] = records(frame, self.schemas[name])
+
+    def row(self, name: str) -> tuple | None:
+        """The one row ``name`` (:meth:`set_row`), None when there is none."""
+        return self.rows.get(name, [None])[0]
+
+    def set_row(self, name: str, value: tuple) -> None:
+        self.rows[name] = [value]
+
+    def cell(self) -> tuple[bytes]:
+        """The value-state row holding every frame."""
+        return (pickle.dumps(self.rows, protocol=pickle.HIGHEST_PROTOCOL),)
