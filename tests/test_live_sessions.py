@@ -27,7 +27,7 @@ from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, Strin
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import COUNT
 from wid.stream.live_sessions import SessionState, advance_sessions
-from wid.stream.state_rows import history, packed, records, state_frame, unpacked
+from wid.stream.state_rows import Frames, history, packed, state_frame, unpacked
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 from wid.stream.session_runs import Peaks, advance_in_order, numbers
 from wid.stream.sessions import KeySession, KeySessions
@@ -148,8 +148,11 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
         state = SessionState(opened, counts, read, bounds)
         results, gone, after, added = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
                                                        end=i == len(edges) - 2)
-        opened, counts, bounds = (state_frame(records(frame, schema), schema) for frame, schema in
-                                  ((after.opened, OPEN), (after.counts, COUNTS), (after.bounds, BOUNDS)))
+        kept = Frames(None, {"panes": OPEN, "counts": COUNTS, "closed": BOUNDS})  # the bucket's state row
+        for name, frame in (("panes", after.opened), ("counts", after.counts), ("closed", after.bounds)):
+            kept.put(name, frame)
+        kept = Frames(kept.cell(), kept.schemas)
+        opened, counts, bounds = (kept.get(name) for name in ("panes", "counts", "closed"))
         cells.append(packed(added, arrow))
         for r in results.to_dict("records"):
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))

@@ -8,7 +8,7 @@ punctuations binding ``k`` (its value, or NULL: every key); a tuple is late for 
 C(k)`` (generous) or for all of them once one is (consistent) and adds its value to the others;
 a punctuation emits every window of a key it binds that has a tuple and is now ``<= C(k)``,
 ``emit_row`` = its row_num; the end emits the rest (NULL). No Spark: the state between batches
-goes through the state store's row format (``records``, ``state_frame``) as in the processor.
+goes through the state store's row format (:class:`Frames`) as in the processor.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import on_all_keys
 from wid.stream.live_input import KIND, TUPLE
 from wid.stream.live_state import PENDING
-from wid.stream.state_rows import records, state_frame
+from wid.stream.state_rows import Frames, state_frame
 from wid.stream.live_windows import NONE, SHAPE, Bounds, Layout, advance
 
 KEYS = ["a", "b", "c"]
@@ -105,7 +105,11 @@ def run_live(events: list[dict], cuts: list[float], consistent: bool) -> tuple[d
         tuples = tuples.astype({"row_num": "Int64", "wid_lo": "Int64", "wid_hi": "Int64", "v": "float64"})
         results, gone, panes, bounds = advance(tuples, marks.astype({"row_num": "Int64", "wid_closed": "int64"}),
                                                panes, bounds, lay, end=i == len(edges) - 2)
-        panes, bounds = state_frame(records(panes, PANES), PANES), state_frame(records(bounds, BOUNDS), BOUNDS)
+        kept = Frames(None, {"panes": PANES, "closed": BOUNDS})  # the bucket's state row, written and read back
+        kept.put("panes", panes)
+        kept.put("closed", bounds)
+        kept = Frames(kept.cell(), kept.schemas)
+        panes, bounds = kept.get("panes"), kept.get("closed")
         for r in results.to_dict("records"):
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
             assert window not in got, f"window {window} emitted twice"
@@ -157,6 +161,8 @@ def test_marks_on_all_keys_become_punctuations_when_the_stream_passes_them(draws
     for i, (a, b) in enumerate(zip(edges, edges[1:])):
         due, waiting = on_all_keys(events.iloc[a:b], pending, high, shift, end=i == len(edges) - 2)
         got += [(i, int(r), int(c)) for r, c in zip(due["row_num"], due["wid_closed"])]
-        pending = state_frame(records(waiting, PENDING), PENDING)
+        kept = Frames(None, {"pending": PENDING})
+        kept.put("pending", waiting)
+        pending = Frames(kept.cell(), kept.schemas).get("pending")
         high = max([high, *due["wid_closed"].astype("int64")])
     assert got == expected
