@@ -29,7 +29,7 @@ from wid.datasets.traffic import traffic
 from wid.stream import live_run
 from wid.stream.live import END_COLUMN, live
 from wid.stream.punctuate import slack
-from wid.stream.state_rows import Frames
+from wid.stream.state_rows import frame_rows
 
 WID_CHECKPOINT = "wid_checkpoint"
 
@@ -57,11 +57,11 @@ def _state_rows(progress: list[dict]) -> int:
 
 def _frames(spark: SparkSession, checkpoint: Path, batch: int) -> list[dict[str, list[tuple]]]:
     """The state frames of each bucket of wid's stateful step after micro-batch ``batch``
-    (frame name -> state rows, :class:`wid.stream.state_rows.Frames`), read from its checkpoint
+    (frame name -> state rows: :func:`wid.stream.state_rows.frame_rows`), read from its checkpoint
     with Spark's state data source."""
     cells = (spark.read.format("statestore").option("path", str(checkpoint)).option("stateVarName", "bucket")
              .option("batchId", batch).load().select("value.frames").collect())
-    return [Frames((cell,), {}).rows for cell, in cells]
+    return [frame_rows(cell) for cell, in cells]
 
 
 def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> int:

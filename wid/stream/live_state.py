@@ -81,9 +81,9 @@ class PaneProcessor:
         return {"bucket": (VALUE, Frames.SCHEMA)}
 
     def schemas(self) -> dict[str, StructType]:
-        """The bucket's frames: panes, the bound table, the pending marks, and for ROWS windows
-        the counts per partition (the last element and, for landmark windows, the largest
-        ``wid_lo`` are single rows)."""
+        """The bucket's frames: panes, the bound table, the pending marks, and the counts (per
+        partition for ROWS windows, of emitted sessions per key for sessions); the last element
+        and, for landmark windows, the largest ``wid_lo`` are single rows."""
         lay = self.layout
         return {"panes": lay.pane_schema, "closed": lay.closed_schema, "pending": self.pending_schema,
                 "counts": self.counts_schema}

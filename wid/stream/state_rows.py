@@ -8,10 +8,11 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterable
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
 #: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
 SESSIONS = "_wid_sessions"
@@ -22,12 +23,26 @@ NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): 
             pa.int64(): pd.Int64Dtype()}
 
 
+def _plain(value: object) -> object:
+    """A numpy scalar or pandas timestamp as the Python value it holds (state rows are pickled:
+    only standard types, so that a checkpoint does not depend on numpy's or pandas' internals)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
 def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
     """Rows of ``frame`` as tuples of Python values of ``schema``'s types, NULL as None (for a
-    state store; whole numbers that pandas holds as floats become ints)."""
+    state store; whole numbers that pandas holds as floats become ints; numpy scalars and
+    pandas timestamps become Python's).
+
+    >>> records(pd.DataFrame({"n": [2.0, None], "x": pd.Series([np.float64(0.5), None], dtype=object)}),
+    ...         StructType([StructField("n", LongType()), StructField("x", DoubleType())]))
+    [(2, 0.5), (None, None)]
+    """
     columns = []
     for c, field in zip(frame.columns, schema.fields):
-        cast = int if field.dataType.typeName() in INTEGRAL else (lambda v: v)
+        cast = int if field.dataType.typeName() in INTEGRAL else _plain
         columns.append([None if pd.isna(v) else cast(v) for v in frame[c].tolist()])
     return list(zip(*columns))
 
@@ -72,11 +87,17 @@ def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
     return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=NULLABLE.get)
 
 
+def frame_rows(cell: bytes | bytearray) -> dict[str, list[tuple]]:
+    """The state rows, by frame name, of a :class:`Frames` value-state row's cell."""
+    return pickle.loads(cell)
+
+
 class Frames:
     """A bucket's state frames (name -> state rows of ``schemas[name]``), kept pickled in one
     value-state row of :attr:`SCHEMA`: read once and written once per micro-batch (each call to
-    Spark's state server is a round trip of several milliseconds; the step made a dozen).
-    ``cell``: that row's value (None: no state yet).
+    Spark's state server is a round trip of several milliseconds; the step made a dozen). The
+    whole bucket travels as one message each way (Spark's limit: 2 GB), as a list state's
+    ``put`` rewrote it whole before. ``cell``: that row's value (None: no state yet).
 
     >>> schemas = {"n": StructType([StructField("n", LongType())])}
     >>> frames = Frames(None, schemas)
@@ -88,8 +109,8 @@ class Frames:
 
     SCHEMA = StructType([StructField("frames", BinaryType())])
 
-    def __init__(self, cell: tuple | None, schemas: dict[str, StructType]) -> None:
-        self.rows: dict[str, list[tuple]] = pickle.loads(cell[0]) if cell else {}
+    def __init__(self, cell: tuple[bytes | bytearray] | None, schemas: dict[str, StructType]) -> None:
+        self.rows = frame_rows(cell[0]) if cell else {}
         self.schemas = schemas
 
     def get(self, name: str) -> pd.DataFrame:
@@ -97,6 +118,7 @@ class Frames:
         return state_frame(self.rows.get(name, []), self.schemas[name])
 
     def put(self, name: str, frame: pd.DataFrame) -> None:
+        """Frame ``name`` replaced by ``frame`` (its columns in the schema's order)."""
         self.rows[name] = records(frame, self.schemas[name])
 
     def row(self, name: str) -> tuple | None:
@@ -104,6 +126,7 @@ class Frames:
         return self.rows.get(name, [None])[0]
 
     def set_row(self, name: str, value: tuple) -> None:
+        """The one row ``name`` replaced by ``value`` (Python values)."""
         self.rows[name] = [value]
 
     def cell(self) -> tuple[bytes]:
