@@ -131,4 +131,4 @@ class Frames:
 
     def cell(self) -> tuple[bytes]:
         """The value-state row holding every frame."""
-        return (pickle.dumps(self.rows, protocol=pickle.HIGHEST_PROTOCOL),)
+        return (pickle.dumps(self.rows, protocol=5),)  # fixed: a checkpoint outlives the Python that wrote it
