@@ -28,6 +28,7 @@ PUBLIC = {
     "wid.stream.sessions": ["KeySessions"],
     "wid.stream.session_runs": ["numbers", "Peaks", "advance_in_order"],
     "wid.bucket.session": ["gap_in_x"],
+    "wid.bucket.spl_scan": [],
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }

@@ -28,12 +28,18 @@ def ticks(x: Expr, period: float) -> Expr:
     return call("floor", x / constant(period, x)).cast("long")
 
 
+def clock(df: DataFrame, ts: str, named: Named = column) -> Expr:
+    """The clock ``T`` on column ``ts`` as a number (seconds, microseconds for timestamps; NULL
+    and NaN refused), row by row: live mode checks its order as the rows come."""
+    dtype = attribute_type(df, ts)
+    return checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
+
+
 def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:
     """The steps adding the clock ``T`` on column ``ts`` of ``df`` (a run-time error names the first
     row where it decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows
     by default); Columns, or SQL text with ``named = Sql.column``."""
-    dtype = attribute_type(df, ts)
-    t = checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
+    t = clock(df, ts, named)
     row = named("row_num")
     message = call("concat", constant(f"wid: {ts} decreases in row_num order at row_num=", row), row.cast("string"))
     previous = over(call("lag", t), order=["row_num"])

@@ -30,11 +30,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from wid.bucket.clock import T, T0, TEND, clock_steps, clocked, time_scale
+from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value
 from wid.bucket.positions import firings, non_decreasing
 from wid.bucket.spl_compile import POS, chain, column_steps, columns
-from wid.bucket.spl_scan import Scanner, scan
+from wid.bucket.spl_scan import LiveScan, Scanner, scan
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.numbers import scaled
@@ -60,10 +60,11 @@ def _clocked(spec: SplWindow) -> bool:
     return any(isinstance(p, Time) for p in spec.policies) or isinstance(spec.partition_eviction, PartitionAge)
 
 
-def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
+def _prepared(df: DataFrame, spec: SplWindow, live: bool = False) -> tuple[DataFrame, SplWindow]:
     """Checked inputs and the spec on them: each delta attribute as a number ``_wid_d_<attr>``
     (timestamps in microseconds, the delta scaled alike), the punctuation marker a boolean,
-    and for time policies the arrival clock (:func:`wid.bucket.clock.clocked`) over the tuples."""
+    and for time policies the arrival clock (:func:`wid.bucket.clock.clocked`) over the tuples
+    (``live``: the clock only, row by row; the scan checks its order and finds its ends)."""
     _checked(df, spec)
     for role, policy in zip(("eviction", "trigger"), spec.policies):
         if isinstance(policy, Delta):
@@ -73,7 +74,7 @@ def _prepared(df: DataFrame, spec: SplWindow) -> tuple[DataFrame, SplWindow]:
             df = df.withColumn(hidden, checked(value, dtype, policy.attr))
             spec = replace(spec, **{role: Delta(hidden, scaled(policy.delta, factor))})
     if _clocked(spec):
-        df = clocked(df, ARRIVAL_TS, _tuple_rows(spec))
+        df = df.withColumn(T, clock(df, ARRIVAL_TS)) if live else clocked(df, ARRIVAL_TS, _tuple_rows(spec))
     return df, spec
 
 
@@ -163,3 +164,24 @@ def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
         return scanner.fired
 
     return firings(prepared, spec.partition_by, fire)
+
+
+def live_bucket(df: DataFrame, spec: SplWindow) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): the scan's inputs only (:func:`_prepared`,
+    the clock row by row); the :class:`Scanner` runs in live mode's stateful step, a micro-batch at
+    a time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then."""
+    unknown = F.lit(None).cast("long")
+    return _prepared(df, spec, live=True)[0].withColumns({WID_LO: unknown, WID_HI: unknown})
+
+
+def live_scan(df: DataFrame, spec: SplWindow) -> LiveScan:
+    """The scan live mode's stateful step runs over :func:`live_bucket` of ``df``: its columns, and
+    the partition columns its buckets may split by (none when the subwindows share a clock,
+    punctuations or partition eviction: one bucket scans the stream)."""
+    prepared, checked_spec = _prepared(df, spec, live=True)
+    scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
+    added = [c for c in prepared.columns if c not in df.columns]
+    marker = [p.marker for p in spec.policies if isinstance(p, Punct)]
+    shared = _clocked(spec) or bool(marker) or spec.partition_eviction is not None
+    return LiveScan(checked_spec, scale, tuple(dict.fromkeys([*spec.partition_by, *marker, *added])),
+                    () if shared else spec.partition_by)

@@ -7,12 +7,15 @@ policies (one pass over the whole stream, since partitions evict each other).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, time_scale
 from wid.bucket.positions import scanned
+from wid.errors import WidError
 from wid.spec.numbers import scaled
 from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
 
@@ -30,9 +33,22 @@ class _Subwindow:
 class Scanner:
     """Event-by-event SPL semantics over one group of rows sorted by ``row_num``; fills
     ``lo``/``hi`` (a tuple in no window ends with ``hi < lo``) and ``fired``: ``(partition key,
-    trigger number, index of the row whose arrival fired it)`` per trigger, in firing order."""
+    trigger number, index of the row whose arrival fired it)`` per trigger, in firing order
+    (None: the end of the stream). With ``members``, also each fired window's tuples (their
+    indices; none for a sliding window not full yet that only full windows are emitted of).
 
-    def __init__(self, spec: SplWindow, pdf: pd.DataFrame, scale: int) -> None:
+    A live stream's scan goes a micro-batch at a time: :meth:`advance` over the batch's rows,
+    :meth:`state` (plain values and the rows still held) for the next batch's :meth:`resume`,
+    :meth:`finish` at the end of the stream.
+
+    >>> from wid.spec.spl import Sliding
+    >>> rows = pd.DataFrame({"row_num": [1, 2, 3, 4]})
+    >>> run = Scanner(Sliding(eviction=Count(2), trigger=Count(1)), rows, 1, members=True); run.run()
+    >>> [(number, at, held) for (_, number, at), held in zip(run.fired, run.members)]
+    [(0, 0, [0]), (1, 1, [0, 1]), (2, 2, [1, 2]), (3, 3, [2, 3])]
+    """
+
+    def __init__(self, spec: SplWindow, pdf: pd.DataFrame, scale: int, members: bool = False) -> None:
         self.spec, self.n = spec, len(pdf)
         self.lo = np.zeros(self.n, dtype=np.int64)
         self.hi = np.full(self.n, -1, dtype=np.int64)
@@ -47,7 +63,11 @@ class Scanner:
         self.scale = scale
         self.t0, self.tend = (pdf[T0].iloc[0], pdf[TEND].iloc[0]) if T0 in pdf and self.n else (None, None)
         self.fired: list[tuple[tuple, int, int | None]] = []
+        self.members: list[list[int]] | None = [] if members else None
         self.now: int | None = None  # the row being processed (a tick's: the first arrival at or after it)
+        self.last_t = None  # the clock of the last tuple scanned (the stream's end, when no TEND is given)
+        self.previous_t = np.nan  # the clock of the last row scanned (NaN: none, or NULL)
+        self.row_num = pdf["row_num"].to_numpy() if "row_num" in pdf else None
 
     # numbering: time ticks and punctuations are numbered over the stream, other triggers per partition
     def _global(self) -> bool:
@@ -65,6 +85,8 @@ class Scanner:
         """One trigger (tumbling: flush) of ``sub`` with its current content."""
         number = self.next_number(sub)
         self.fired.append((sub.key, number, self.now))
+        if self.members is not None:
+            self.members.append(list(sub.buf) if not self.spec.sliding or self.spec.partial or sub.full else [])
         if self.spec.sliding and not (self.spec.partial or sub.full):
             for i in sub.buf:
                 self.lo[i] = number + 1
@@ -155,16 +177,30 @@ class Scanner:
         self.seqs[key] = sub.seq
 
     def run(self) -> None:
-        spec, policy = self.spec, self.spec.partition_eviction
-        timed = isinstance(spec.trigger if spec.sliding else spec.eviction, Time)
-        for i in range(self.n):
+        """The whole stream: :meth:`advance` over every row, then :meth:`finish`."""
+        self.advance(0)
+        self.finish()
+
+    @property
+    def timed(self) -> bool:
+        return isinstance(self.spec.trigger if self.spec.sliding else self.spec.eviction, Time)
+
+    def advance(self, start: int) -> None:
+        """The rows from index ``start`` on, in order: ticks due before each, then its arrival."""
+        policy = self.spec.partition_eviction
+        if self.t is not None and start < self.n:
+            self._check_clock(start)
+        for i in range(start, self.n):
             self.now = i
             if self.punct[i]:
                 for sub in self.subs.values():
                     self.fire(sub)
                 self.clock += 1
                 continue
-            while timed and self.t0 + (self.clock + 1) * self.period <= self.t[i]:
+            if self.t is not None:
+                self.t0 = self.t[i] if self.t0 is None else self.t0  # live: the stream's first tuple
+                self.last_t = self.t[i]
+            while self.timed and self.t0 + (self.clock + 1) * self.period <= self.t[i]:
                 self.tick()
             if isinstance(policy, PartitionAge):
                 age = scaled(policy.seconds, self.scale)
@@ -177,12 +213,81 @@ class Scanner:
                                      else sum(len(s.buf) for s in self.subs.values())) > limit:
                     self.drop(min(self.subs, key=lambda k: self.subs[k].last))
         self.now = None
-        while timed and self.n and self.t0 + (self.clock + 1) * self.period <= self.tend:  # the stream's clock
+
+    def _check_clock(self, start: int) -> None:
+        """A :class:`WidError` naming the first row from ``start`` on whose clock is below the row
+        before it (a NULL clock is compared with nothing), as the query checks the whole stream."""
+        t = self.t[start:].astype("float64")
+        before = np.concatenate([[self.previous_t], t[:-1]])
+        with np.errstate(invalid="ignore"):
+            down = np.flatnonzero(before > t)
+        if len(down):
+            raise WidError(f"wid: {ARRIVAL_TS} decreases in row_num order at row_num={self.row_num[start + down[0]]}")
+        self.previous_t = t[-1]
+
+    def finish(self) -> None:
+        """The end of the stream: the stream's clock ticks up to its last tuple's (``TEND``), and
+        every tuple still held leaves its window; a tumbling window with ``incomplete`` emits what
+        it holds (``fired`` with no row)."""
+        tend = self.last_t if self.tend is None else self.tend
+        while self.timed and self.t0 is not None and self.t0 + (self.clock + 1) * self.period <= tend:
             self.tick()
         for sub in self.subs.values():
-            end = self.next_number(sub) - (0 if not spec.sliding and spec.incomplete and sub.buf else 1)
+            if not self.spec.sliding and self.spec.incomplete and sub.buf:
+                self.fired.append((sub.key, self.next_number(sub), None))
+                if self.members is not None:
+                    self.members.append(list(sub.buf))
+                end = self.next_number(sub)
+            else:
+                end = self.next_number(sub) - 1
             for i in sub.buf:
                 self.hi[i] = end
+
+    def state(self) -> tuple[dict, list[int]]:
+        """``(values, held)``: what the next micro-batch's :meth:`resume` needs, as plain Python
+        values, and the indices of the rows it must get again, first and in this order: the
+        tuples in a subwindow and each subwindow's last insertion (partition eviction reads it)."""
+        held = sorted({i for sub in self.subs.values() for i in (*sub.buf, sub.last)})
+        at = {i: k for k, i in enumerate(held)}
+        subs = [(sub.key, [at[i] for i in sub.buf], sub.seq, sub.since, _plain(sub.ref), sub.full, at[sub.last])
+                for sub in self.subs.values()]
+        return {"subs": subs, "seqs": list(self.seqs.items()), "clock": self.clock,
+                "t0": _plain(self.t0), "last_t": _plain(self.last_t), "previous_t": _plain(self.previous_t)}, held
+
+    def resume(self, values: dict) -> None:
+        """The state of :meth:`state`, over rows whose first ones are the held rows, in order."""
+        for key, buf, seq, since, ref, full, last in values["subs"]:
+            sub = self.subs[key] = _Subwindow(key, seq)
+            sub.buf, sub.since, sub.ref, sub.full, sub.last = buf, since, ref, full, last
+        self.seqs = dict(values["seqs"])
+        self.clock, self.t0, self.last_t = values["clock"], values["t0"], values["last_t"]
+        self.previous_t = values["previous_t"]
+
+@dataclass(frozen=True)
+class LiveScan:
+    """The :class:`Scanner` of live mode's stateful step (:func:`wid.bucket.spl.live_scan`):
+    ``spec`` on the prepared columns, the clock's ``scale``, the ``columns`` it reads, and the
+    ``partition`` columns the stream may be split by into buckets scanned apart (none: one)."""
+
+    spec: SplWindow
+    scale: int
+    columns: tuple[str, ...]
+    partition: tuple[str, ...]
+
+    def scanner(self, rows: pd.DataFrame) -> Scanner:
+        """A scanner over ``rows`` (in ``row_num`` order) that keeps each window's tuples; partition
+        values as plain Python values (None for NULL: a key survives pickling in the state),
+        pandas' nullable integers as numpy's (floats where NULL)."""
+        rows = rows.assign(**{c: pd.Series([None if v is None or v is pd.NA else _plain(v) for v in rows[c].tolist()],
+                                           index=rows.index, dtype=object) for c in self.spec.partition_by})
+        for c in self.columns:
+            if isinstance(rows[c].dtype, pd.core.arrays.integer.IntegerDtype):
+                rows[c] = rows[c].to_numpy("float64" if rows[c].hasnans else "int64", na_value=np.nan)
+        return Scanner(self.spec, rows, self.scale, members=True)
+
+
+def _plain(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def scan(df: DataFrame, spec: SplWindow) -> DataFrame:

@@ -40,13 +40,16 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import Number, number
 from wid.spec.windows import Operational
+
+if TYPE_CHECKING:
+    from wid.bucket.spl_scan import LiveScan
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"
@@ -180,6 +183,28 @@ class SplWindow(Operational):
         from wid.bucket.spl import operational_bucket_sql
 
         return operational_bucket_sql(source, df, self)
+
+    @property
+    def live(self) -> bool:
+        """Live mode scans the buffers as tuples come (:meth:`live_scan`)."""
+        return True
+
+    @property
+    def unfinished(self) -> bool:
+        """Live mode's stateful step tags the tuples (the scan): Bucket only prepares its inputs."""
+        return True
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """The scan's inputs (:func:`wid.bucket.spl.live_bucket`)."""
+        from wid.bucket.spl import live_bucket
+
+        return live_bucket(df, self)
+
+    def live_scan(self, df: DataFrame) -> LiveScan:
+        """The :class:`wid.bucket.spl_scan.Scanner` a micro-batch at a time (:func:`wid.bucket.spl.live_scan`)."""
+        from wid.bucket.spl import live_scan
+
+        return live_scan(df, self)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""

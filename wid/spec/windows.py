@@ -19,7 +19,7 @@ import math
 from abc import ABC, abstractmethod
 from fractions import Fraction
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 from pyspark.sql import Column, DataFrame
@@ -27,6 +27,9 @@ from pyspark.sql import Column, DataFrame
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, clause_number, exact, floor_div, floor_div_sum, places, times, whole
 from wid.spec.sqlexpr import Expr
+
+if TYPE_CHECKING:
+    from wid.bucket.spl_scan import LiveScan
 
 
 def _slides(range_: Number, slide: Number) -> None:
@@ -166,7 +169,7 @@ class WindowSpec(ABC):
         """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
         formula of its own value (or, for ROWS windows, of its arrival position, counted as
         tuples come), an open upper end closed at the end of the stream; or sessions, formed
-        per key as tuples come."""
+        per key as tuples come; or SPL windows, whose buffers it scans as tuples come."""
         return False
 
     @property
@@ -178,6 +181,12 @@ class WindowSpec(ABC):
         """Bucket on a stream that has not ended, for an :attr:`unfinished` kind: what the tuple
         alone gives (see the subclasses)."""
         raise WidError(f"live mode does not support {type(self).__name__} windows")
+
+    def live_scan(self, df: DataFrame) -> LiveScan | None:
+        """Live mode: the event-by-event scan its stateful step runs over :meth:`live_bucket` of
+        ``df`` (operational windows: the windows fire as the operator's buffers do); None: the
+        step keeps panes of the tuples' ranges."""
+        return None
 
     def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
         """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)

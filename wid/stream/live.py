@@ -47,6 +47,7 @@ from wid.spec.clause import parse_window
 from wid.spec.windows import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
+from wid.stream.live_operational import OperationalProcessor
 from wid.stream.live_output import Live, views_of
 from wid.stream.live_processor import Stateful
 from wid.stream.live_session_state import SessionProcessor
@@ -96,8 +97,8 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> Compil
     spec = parse_window(parsed.window)
     if not spec.live:
         raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
-                       f"ROWS windows in arrival order (WATTR row_num) and sessions, not {type(spec).__name__} on "
-                       f"{spec.wattr!r}")
+                       f"ROWS windows in arrival order (WATTR row_num), sessions and SPL windows, not "
+                       f"{type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
@@ -138,6 +139,10 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     positional = compiled.spec.positional
     if positional and punctuation is not None:
         raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
+    scan = compiled.spec.live_scan(tuples)
+    if scan is not None and punctuation is not None:
+        raise WidError("SPL windows fire on their own policies in arrival order (punct() reads the stream's marker "
+                       "rows); pass punctuation=None")
     if compiled.spec.open_end and punctuation is not None and punctuation.mode == "consistent":
         raise WidError("consistent punctuation drops a late tuple from all its landmark windows, up to the "
                        "stream's last one: unknown while the stream runs (replay it, or use generous mode)")
@@ -158,7 +163,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         tagged = tagged.where(F.col(KEPT)).drop(KEPT)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
-    carried = [c for c in dict.fromkeys([*keys, *payload, *values]) if c != "row_num"]
+    scanned = list(scan.columns) if scan is not None else []
+    carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
     kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
     closed_type = LongType() if sessions is None else bound_type(tagged, marks, sessions[1])
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
@@ -166,6 +172,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, closed_type),
                *([StructField(KEPT, BooleanType())] if kept else [])]
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
+    if scan is not None:  # subwindows scanned apart, or one bucket scans the stream
+        hashed = list(scan.partition)
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
@@ -192,7 +200,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
-    processor = Stateful(PaneProcessor(layout) if sessions is None else SessionProcessor(layout))
+    if scan is not None:
+        step = OperationalProcessor(layout, StructType(columns), scan)
+    else:
+        step = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
+    processor = Stateful(step)
     out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if sessions is not None:
