@@ -245,6 +245,41 @@ SESSIONS = ("SELECT k, count(*) AS n, sum(v) AS total, avg(d) AS exact, max(x) A
             "[SESSION 1.5 WATTR x] GROUP BY k")
 
 
+SPL = {  # subwindows on two buckets; a clock shared by all (one bucket, the end's flush); punctuation rows
+    "sliding, count(4), count(2) partitioned BY k": "",
+    "tumbling, time(2) partitioned BY k": " WHERE n > 2",
+    "tumbling, punct() partitioned BY k, partitionCount(2)": "",
+}
+
+
+def test_live_spl_windows_equal_replay(spark, tmp_path):
+    """SPL windows fire as the operator's buffers do, whatever the micro-batches: each window
+    emitted when it fires, with its tuples then (WHERE after the buffers, as replay) and the
+    firing row (NULL: the end of the stream's flush); nothing is late. A NULL partition is one of
+    its own; the arrival clock has ties."""
+    rnd = random.Random(13)
+    rows, t = [], 0.0
+    for i in range(90):
+        t += rnd.choice([0.0, 0.5, 0.5, 1.0, 2.5])
+        rows.append((2 * i, rnd.choice(["a", "b", None]), round(rnd.uniform(-5, 5), 2), rnd.randint(0, 9), t,
+                     rnd.random() < 0.1))
+    frame = spark.createDataFrame(rows, "row_num long, k string, v double, n long, arrival_ts double, punct boolean")
+    frame.createOrReplaceTempView(VIEW + "_spl")
+    directory = live_run.split_into_files(frame, tmp_path / "in", 3)
+    for i, (clause, where) in enumerate(SPL.items()):
+        text = (f"SELECT k, count(*) AS c, sum(n) AS total, min(v) AS lo, max(v) AS hi, avg(n) AS mean "
+                f"FROM {VIEW}_spl [{clause}]{where} GROUP BY k")
+        job = live(spark, text, live_run.source(spark, directory))
+        live_run.run(live_run.start(job, tmp_path / f"out{i}", tmp_path / f"checkpoint{i}"))
+        results, late = live_run.read_output(spark, job, tmp_path / f"out{i}")
+        expected = replay(spark, text)
+        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert late.count() == 0 and results.where(F.col("emit_row").isNotNull()).count() > 0
+    assert results.where(F.col("emit_row").isNull()).count() > 0  # the end of the stream flushes
+    with pytest.raises(WidError, match="fire on their own policies"):
+        live(spark, text, live_run.source(spark, directory), punctuate.slack(1))
+
+
 def session_rows(seed: int = 5, n: int = 90) -> list[tuple]:
     """Bursts of readings per key (``x`` with decimals, gaps between bursts longer than the
     session gap), 40 % up to 6 behind arrival, a NULL key among the keys; every 7th element a

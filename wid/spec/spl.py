@@ -40,16 +40,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import Number, number
 from wid.spec.windows import Operational
-
-if TYPE_CHECKING:
-    from wid.bucket.spl_scan import LiveScan
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"
@@ -200,7 +197,7 @@ class SplWindow(Operational):
 
         return live_bucket(df, self)
 
-    def live_scan(self, df: DataFrame) -> LiveScan:
+    def live_scan(self, df: DataFrame):
         """The :class:`wid.bucket.spl_scan.Scanner` a micro-batch at a time (:func:`wid.bucket.spl.live_scan`)."""
         from wid.bucket.spl import live_scan
 

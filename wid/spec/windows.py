@@ -19,7 +19,7 @@ import math
 from abc import ABC, abstractmethod
 from fractions import Fraction
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from pyspark.sql import Column, DataFrame
@@ -27,9 +27,6 @@ from pyspark.sql import Column, DataFrame
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, clause_number, exact, floor_div, floor_div_sum, places, times, whole
 from wid.spec.sqlexpr import Expr
-
-if TYPE_CHECKING:
-    from wid.bucket.spl_scan import LiveScan
 
 
 def _slides(range_: Number, slide: Number) -> None:
@@ -182,10 +179,10 @@ class WindowSpec(ABC):
         alone gives (see the subclasses)."""
         raise WidError(f"live mode does not support {type(self).__name__} windows")
 
-    def live_scan(self, df: DataFrame) -> LiveScan | None:
-        """Live mode: the event-by-event scan its stateful step runs over :meth:`live_bucket` of
-        ``df`` (operational windows: the windows fire as the operator's buffers do); None: the
-        step keeps panes of the tuples' ranges."""
+    def live_scan(self, df: DataFrame):
+        """Live mode: the event-by-event scan (a :class:`wid.bucket.spl_scan.LiveScan`) its
+        stateful step runs over :meth:`live_bucket` of ``df`` (operational windows: they fire as
+        the operator's buffers do); None: the step keeps panes of the tuples' ranges."""
         return None
 
     def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
