@@ -17,7 +17,9 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
    packed into Arrow cells (:mod:`wid.stream.live_input`), a few rows per bucket and batch.
 4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator, run by
    :class:`wid.stream.live_processor.Stateful`): ``row_num``
-   order, marks as punctuations, panes, emission at punctuations, late rows.
+   order, marks as punctuations, panes, emission at punctuations, late rows. Sessions:
+   :class:`wid.stream.live_session_state.SessionProcessor`; SPL windows, whose Bucket is the
+   operator's scan (``spec.live_scan``): :class:`wid.stream.live_operational.OperationalProcessor`.
 5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
    of Spark's own types, a decimal's avg exact as in :func:`wid.query`
    (:mod:`wid.stream.live_output`). The stateful step's view of the query, its schemas:
