@@ -7,6 +7,7 @@ Spark runs against wid.replay are in tests/test_live.py."""
 from __future__ import annotations
 
 import pickle
+from functools import partial
 
 import pandas as pd
 import pytest
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 
 from tests.operational_sim import simulate
 from wid.bucket.clock import T
-from wid.bucket.spl_scan import LiveScan
+from wid.bucket.positions import LiveScan
+from wid.bucket.spl_scan import Scanner
 from wid.errors import WidError
 from wid.spec.spl import parse_spl
 
@@ -48,7 +50,7 @@ def live_windows(clause: str, rows: list[dict], cuts: list[int]) -> dict:
     """``(key, wid) -> (row_nums, emit_row)`` of the scan over ``rows`` in micro-batches cut at
     ``cuts``, the state pickled between them as the stateful step keeps it."""
     spec = parse_spl(clause)
-    scan = LiveScan(spec, 1, (T,), spec.partition_by)
+    scan = LiveScan(partial(Scanner, spec, scale=1, members=True), (T,), spec.partition_by, spec.partition_by)
     frame = pd.DataFrame(rows, columns=["row_num", "k", "v", "arrival_ts", "punct"]).assign(**{T: lambda f: f["arrival_ts"]})
     held, values, out = frame.iloc[0:0], None, {}
     bounds = [0, *sorted(set(cuts)), len(frame)]

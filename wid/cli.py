@@ -28,7 +28,6 @@ from wid.plan import Plan
 from wid.compiler import WindowQuery, query
 from wid.session import local_session, remote_session
 from wid.spec.clause import parse_window
-from wid.spec.flink import from_dict
 from wid.stream.replay import replay
 
 BAD_INPUT = 2
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     # a [replay] table replays the query: punctuation = scheme (as in [experiment] curves) + options,
     # allowed_lateness
     late = None
-    window = from_dict(plan.sections["flink"]) if "flink" in plan.sections else None
+    window = plan.window
     if "replay" in plan.sections:
         options = dict(plan.sections["replay"])
         scheme, lateness = options.pop("punctuation", "none"), options.pop("allowed_lateness", 0)

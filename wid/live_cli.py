@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         live_run.split_into_files(data, work / "in", files)
     generator = punctuation_of(scheme, settings, plan, data)
     stream = live_run.source(spark, work / "in")
-    job = live(spark, plan.query, stream, generator, buckets=buckets)
+    job = live(spark, plan.query, stream, generator, buckets=buckets, window=plan.window)
     live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
     results, late = live_run.read_output(spark, job, work / "out")
     print(f"{results.count()} results and {late.count()} late rows in {work / 'out'} (column kind)")

@@ -26,6 +26,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
+from wid.spec.flink import Discretization, from_dict
 
 _TOP_KEYS = {"query", "view", "title", "input"}
 _FORMATS = ("parquet", "csv")
@@ -91,6 +92,11 @@ class Plan:
     def data_path(self) -> Path:
         """The input file, relative paths taken from the plan's directory."""
         return self.path.parent / self.input["path"]
+
+    @property
+    def window(self) -> Discretization | None:
+        """The ``[flink]`` table's discretization, replacing a query's ``[flink]`` window clause."""
+        return from_dict(self.sections["flink"]) if "flink" in self.sections else None
 
     @property
     def generator(self):

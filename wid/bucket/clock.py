@@ -7,11 +7,13 @@ stream's first and last arrival. Periods given in seconds are scaled to the cloc
 
 from __future__ import annotations
 
+import numpy as np
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value
 from wid.bucket.steps import Add, Step, Totals, staged
+from wid.errors import WidError
 from wid.spec.sqlexpr import Expr, call, constant, over, when
 
 T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
@@ -33,6 +35,24 @@ def clock(df: DataFrame, ts: str, named: Named = column) -> Expr:
     and NaN refused), row by row: live mode checks its order as the rows come."""
     dtype = attribute_type(df, ts)
     return checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
+
+
+def check_clock(t: np.ndarray, previous: float, row_num: np.ndarray, ts: str) -> float:
+    """Live mode's order check of the clock ``t`` of a micro-batch's rows (``row_num`` order),
+    ``previous`` the clock of the row before them (NaN: none, or NULL): a :class:`WidError`
+    naming the first row whose clock is below the row before it, as the query checks a whole
+    stream (:func:`clock_steps`). Returns the last row's clock.
+
+    >>> check_clock(np.array([1.0, np.nan, 0.5]), 0.5, np.array([4, 5, 6]), "ts")
+    0.5
+    """
+    t = t.astype("float64")
+    before = np.concatenate([[previous], t[:-1]])
+    with np.errstate(invalid="ignore"):
+        down = np.flatnonzero(before > t)
+    if len(down):
+        raise WidError(f"wid: {ts} decreases in row_num order at row_num={row_num[down[0]]}")
+    return float(t[-1]) if len(t) else previous
 
 
 def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:

@@ -12,17 +12,19 @@ attribute non-decreasing within each buffer, checked on the data (one Spark job)
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
-from wid.bucket.clock import T, T0, TEND, clock_steps, clocked, time_scale
+from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column
 from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
-from wid.bucket.flink_scan import Scanner, scan
-from wid.bucket.positions import Firing, firings, non_decreasing
+from wid.bucket.flink_scan import Buffers, Scanner, scan
+from wid.bucket.positions import Firing, LiveScan, firings, non_decreasing
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.flink import Discretization, Path
@@ -49,13 +51,14 @@ def _checked(df: DataFrame, spec: Discretization) -> DataFrame:
     return df
 
 
-def _prepared(df: DataFrame, spec: Discretization) -> tuple[DataFrame, int]:
+def _prepared(df: DataFrame, spec: Discretization, live: bool = False) -> tuple[DataFrame, int]:
     """:func:`_checked` inputs and, for time policies, the arrival clock on ``spec.ts``
-    (:func:`wid.bucket.clock.clocked`) with its scale."""
+    (:func:`wid.bucket.clock.clocked`) with its scale (``live``: the clock only, row by row; the
+    scan checks its order and finds its ends)."""
     df = _checked(df, spec)
     if not spec.timed:
         return df, 1
-    return clocked(df, spec.ts), time_scale(df, spec.ts)
+    return (df.withColumn(T, clock(df, spec.ts)) if live else clocked(df, spec.ts)), time_scale(df, spec.ts)
 
 
 def path(df: DataFrame, spec: Discretization) -> Path:
@@ -116,3 +119,23 @@ def fired(df: DataFrame, spec: Discretization) -> DataFrame:
         return out
 
     return firings(prepared, spec.per_group, fire)
+
+
+def live_bucket(df: DataFrame, spec: Discretization) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): the scan's inputs only (:func:`_prepared`,
+    the clock row by row); the buffers are scanned in live mode's stateful step, a micro-batch at a
+    time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then."""
+    unknown = F.lit(None).cast("long")
+    return _prepared(df, spec, live=True)[0].withColumns({WID_LO: unknown, WID_HI: unknown})
+
+
+def live_scan(df: DataFrame, spec: Discretization) -> LiveScan:
+    """The scan live mode's stateful step runs over :func:`live_bucket` of ``df``: the
+    :class:`Buffers`, the columns they read, and the ``per_group`` columns its buckets may split by
+    (none with time policies: the clones share the stream's clock, so one bucket scans it)."""
+    prepared, scale = _prepared(df, spec, live=True)
+    read = [a for p in spec.triggers + spec.evictions for a in (*getattr(p, "attrs", ()), getattr(p, "marker", None))
+            if a is not None]
+    added = [c for c in prepared.columns if c not in df.columns]
+    return LiveScan(partial(Buffers, spec, scale=scale), tuple(dict.fromkeys([*spec.per_group, *read, *added])),
+                    () if spec.timed else spec.per_group, spec.per_group)

@@ -15,6 +15,7 @@ non-decreasing attribute ``v`` the next link is a binary search,
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -117,6 +118,55 @@ def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.Dat
 
 #: ``(partition key, window number, index of the row whose arrival fired it | None)``.
 Firing = tuple[tuple, int, int | None]
+
+
+class LiveScanner(Protocol):
+    """An event-by-event scan of an operational window over one micro-batch's rows (the rows it
+    still held first, then the batch's, in ``row_num`` order), resumable: live mode's stateful
+    step. ``fired`` and ``members``: each window it fired and that window's tuples (indices)."""
+
+    fired: list[Firing]
+    members: list[list[int]]
+
+    def resume(self, values: dict) -> None: ...
+
+    def advance(self, start: int) -> None: ...
+
+    def finish(self) -> None: ...
+
+    def state(self) -> tuple[dict, list[int]]: ...
+
+
+@dataclass(frozen=True)
+class LiveScan:
+    """How live mode's stateful step scans an operational window: ``scan`` makes the
+    :class:`LiveScanner` over a micro-batch's rows; ``columns``: the columns it reads beyond the
+    stream's; ``partition``: the columns the stream may be split by into buckets scanned apart
+    (none: one bucket scans the stream); ``keys``: the columns whose values key its buffers."""
+
+    scan: Callable[[pd.DataFrame], LiveScanner]
+    columns: tuple[str, ...]
+    partition: tuple[str, ...]
+    keys: tuple[str, ...]
+
+    def scanner(self, rows: pd.DataFrame) -> LiveScanner:
+        """The scanner over ``rows``; key values as plain Python values (None for NULL: a key
+        survives pickling in the state), pandas' nullable integers as numpy's (floats where NULL)."""
+        rows = rows.assign(**{c: pd.Series([None if v is None or v is pd.NA else plain(v) for v in rows[c].tolist()],
+                                           index=rows.index, dtype=object) for c in self.keys})
+        for c in self.columns:
+            if isinstance(rows[c].dtype, pd.core.arrays.integer.IntegerDtype):
+                rows[c] = rows[c].to_numpy("float64" if rows[c].hasnans else "int64", na_value=np.nan)
+        return self.scan(rows)
+
+
+def plain(value: object) -> object:
+    """A numpy scalar as the Python value it holds (scan state is pickled into checkpoints).
+
+    >>> type(plain(np.float64(0.5))), plain("a")
+    (<class 'float'>, 'a')
+    """
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataFrame], list[Firing]]) -> DataFrame:

@@ -24,6 +24,7 @@ text for :func:`wid.to_sql` (:func:`operational_bucket_sql`).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Literal
 
 from pyspark.sql import DataFrame
@@ -32,9 +33,9 @@ from pyspark.sql.types import BooleanType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value
-from wid.bucket.positions import firings, non_decreasing
+from wid.bucket.positions import LiveScan, firings, non_decreasing
 from wid.bucket.spl_compile import POS, chain, column_steps, columns
-from wid.bucket.spl_scan import LiveScan, Scanner, scan
+from wid.bucket.spl_scan import Scanner, scan
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
 from wid.spec.numbers import scaled
@@ -175,13 +176,15 @@ def live_bucket(df: DataFrame, spec: SplWindow) -> DataFrame:
 
 
 def live_scan(df: DataFrame, spec: SplWindow) -> LiveScan:
-    """The scan live mode's stateful step runs over :func:`live_bucket` of ``df``: its columns, and
-    the partition columns its buckets may split by (none when the subwindows share a clock,
-    punctuations or partition eviction: one bucket scans the stream)."""
+    """The scan live mode's stateful step runs over :func:`live_bucket` of ``df``: the
+    :class:`Scanner` keeping each window's tuples, the columns it reads, and the partition columns
+    its buckets may split by (none when the subwindows share a clock, punctuations or partition
+    eviction: one bucket scans the stream)."""
     prepared, checked_spec = _prepared(df, spec, live=True)
     scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
     added = [c for c in prepared.columns if c not in df.columns]
     marker = [p.marker for p in spec.policies if isinstance(p, Punct)]
     shared = _clocked(spec) or bool(marker) or spec.partition_eviction is not None
-    return LiveScan(checked_spec, scale, tuple(dict.fromkeys([*spec.partition_by, *marker, *added])),
-                    () if shared else spec.partition_by)
+    return LiveScan(partial(Scanner, checked_spec, scale=scale, members=True),
+                    tuple(dict.fromkeys([*spec.partition_by, *marker, *added])),
+                    () if shared else spec.partition_by, spec.partition_by)

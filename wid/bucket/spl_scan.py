@@ -7,15 +7,12 @@ policies (one pass over the whole stream, since partitions evict each other).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 
-from wid.bucket.clock import T, T0, TEND, time_scale
-from wid.bucket.positions import scanned
-from wid.errors import WidError
+from wid.bucket.clock import T, T0, TEND, check_clock, time_scale
+from wid.bucket.positions import plain, scanned
 from wid.spec.numbers import scaled
 from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
 
@@ -189,7 +186,7 @@ class Scanner:
         """The rows from index ``start`` on, in order: ticks due before each, then its arrival."""
         policy = self.spec.partition_eviction
         if self.t is not None and start < self.n:
-            self._check_clock(start)
+            self.previous_t = check_clock(self.t[start:], self.previous_t, self.row_num[start:], ARRIVAL_TS)
         for i in range(start, self.n):
             self.now = i
             if self.punct[i]:
@@ -213,17 +210,6 @@ class Scanner:
                                      else sum(len(s.buf) for s in self.subs.values())) > limit:
                     self.drop(min(self.subs, key=lambda k: self.subs[k].last))
         self.now = None
-
-    def _check_clock(self, start: int) -> None:
-        """A :class:`WidError` naming the first row from ``start`` on whose clock is below the row
-        before it (a NULL clock is compared with nothing), as the query checks the whole stream."""
-        t = self.t[start:].astype("float64")
-        before = np.concatenate([[self.previous_t], t[:-1]])
-        with np.errstate(invalid="ignore"):
-            down = np.flatnonzero(before > t)
-        if len(down):
-            raise WidError(f"wid: {ARRIVAL_TS} decreases in row_num order at row_num={self.row_num[start + down[0]]}")
-        self.previous_t = t[-1]
 
     def finish(self) -> None:
         """The end of the stream: the stream's clock ticks up to its last tuple's (``TEND``), and
@@ -249,10 +235,10 @@ class Scanner:
         tuples in a subwindow and each subwindow's last insertion (partition eviction reads it)."""
         held = sorted({i for sub in self.subs.values() for i in (*sub.buf, sub.last)})
         at = {i: k for k, i in enumerate(held)}
-        subs = [(sub.key, [at[i] for i in sub.buf], sub.seq, sub.since, _plain(sub.ref), sub.full, at[sub.last])
+        subs = [(sub.key, [at[i] for i in sub.buf], sub.seq, sub.since, plain(sub.ref), sub.full, at[sub.last])
                 for sub in self.subs.values()]
         return {"subs": subs, "seqs": list(self.seqs.items()), "clock": self.clock,
-                "t0": _plain(self.t0), "last_t": _plain(self.last_t), "previous_t": _plain(self.previous_t)}, held
+                "t0": plain(self.t0), "last_t": plain(self.last_t), "previous_t": plain(self.previous_t)}, held
 
     def resume(self, values: dict) -> None:
         """The state of :meth:`state`, over rows whose first ones are the held rows, in order."""
@@ -262,33 +248,6 @@ class Scanner:
         self.seqs = dict(values["seqs"])
         self.clock, self.t0, self.last_t = values["clock"], values["t0"], values["last_t"]
         self.previous_t = values["previous_t"]
-
-@dataclass(frozen=True)
-class LiveScan:
-    """The :class:`Scanner` of live mode's stateful step (:func:`wid.bucket.spl.live_scan`):
-    ``spec`` on the prepared columns, the clock's ``scale``, the ``columns`` it reads, and the
-    ``partition`` columns the stream may be split by into buckets scanned apart (none: one)."""
-
-    spec: SplWindow
-    scale: int
-    columns: tuple[str, ...]
-    partition: tuple[str, ...]
-
-    def scanner(self, rows: pd.DataFrame) -> Scanner:
-        """A scanner over ``rows`` (in ``row_num`` order) that keeps each window's tuples; partition
-        values as plain Python values (None for NULL: a key survives pickling in the state),
-        pandas' nullable integers as numpy's (floats where NULL)."""
-        rows = rows.assign(**{c: pd.Series([None if v is None or v is pd.NA else _plain(v) for v in rows[c].tolist()],
-                                           index=rows.index, dtype=object) for c in self.spec.partition_by})
-        for c in self.columns:
-            if isinstance(rows[c].dtype, pd.core.arrays.integer.IntegerDtype):
-                rows[c] = rows[c].to_numpy("float64" if rows[c].hasnans else "int64", na_value=np.nan)
-        return Scanner(self.spec, rows, self.scale, members=True)
-
-
-def _plain(value: object) -> object:
-    return value.item() if isinstance(value, np.generic) else value
-
 
 def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per partition (per stream with

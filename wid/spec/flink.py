@@ -187,6 +187,18 @@ class Discretization(Operational):
 
         return flink_bucket(df, self)
 
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """The scan's inputs (:func:`wid.bucket.flink.live_bucket`)."""
+        from wid.bucket.flink import live_bucket
+
+        return live_bucket(df, self)
+
+    def live_scan(self, df: DataFrame):
+        """The buffers scanned a micro-batch at a time (:func:`wid.bucket.flink.live_scan`)."""
+        from wid.bucket.flink import live_scan
+
+        return live_scan(df, self)
+
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
         from wid.bucket.flink import fired

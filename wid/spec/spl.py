@@ -181,16 +181,6 @@ class SplWindow(Operational):
 
         return operational_bucket_sql(source, df, self)
 
-    @property
-    def live(self) -> bool:
-        """Live mode scans the buffers as tuples come (:meth:`live_scan`)."""
-        return True
-
-    @property
-    def unfinished(self) -> bool:
-        """Live mode's stateful step tags the tuples (the scan): Bucket only prepares its inputs."""
-        return True
-
     def live_bucket(self, df: DataFrame) -> DataFrame:
         """The scan's inputs (:func:`wid.bucket.spl.live_bucket`)."""
         from wid.bucket.spl import live_bucket

@@ -195,6 +195,16 @@ class Operational(WindowSpec):
     """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
     buffers in arrival order (``row_num``), the same in any unit of the attributes."""
 
+    @property
+    def live(self) -> bool:
+        """Live mode scans the buffers as tuples come (:meth:`live_scan`)."""
+        return True
+
+    @property
+    def unfinished(self) -> bool:
+        """Live mode's stateful step tags the tuples (the scan): Bucket only prepares its inputs."""
+        return True
+
 
 class ContextFree(WindowSpec):
     """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``

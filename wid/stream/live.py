@@ -18,8 +18,8 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator, run by
    :class:`wid.stream.live_processor.Stateful`): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows. Sessions:
-   :class:`wid.stream.live_session_state.SessionProcessor`; SPL windows, whose Bucket is the
-   operator's scan (``spec.live_scan``): :class:`wid.stream.live_operational.OperationalProcessor`.
+   :class:`wid.stream.live_session_state.SessionProcessor`; SPL and Flink windows, whose Bucket
+   is the operator's scan (``spec.live_scan``): :class:`wid.stream.live_operational.OperationalProcessor`.
 5. Each window's aggregates from its merged partials, by Spark (:meth:`Aggregate.final`):
    of Spark's own types, a decimal's avg exact as in :func:`wid.query`
    (:mod:`wid.stream.live_output`). The stateful step's view of the query, its schemas:
@@ -91,15 +91,15 @@ class _Unfinished:
         return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
 
 
-def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame) -> CompiledQuery:
-    """The query compiled over ``tuples`` (registered under a fresh temp view name); the window
-    kind and the clauses are checked first, before Bucket runs anything on the stream (the
-    Bucket of a kind live mode refuses may need a batch job)."""
+def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame, window: WindowSpec | None) -> CompiledQuery:
+    """The query compiled over ``tuples`` (registered under a fresh temp view name), ``window``
+    replacing its window clause; the window kind and the clauses are checked first, before Bucket
+    runs anything on the stream (the Bucket of a kind live mode refuses may need a batch job)."""
     parsed = WindowQuery.parse(query_text)
-    spec = parse_window(parsed.window)
+    spec = window if window is not None else parse_window(parsed.window)
     if not spec.live:
         raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
-                       f"ROWS windows in arrival order (WATTR row_num), sessions and SPL windows, not "
+                       f"ROWS windows in arrival order (WATTR row_num), sessions, SPL and Flink windows, not "
                        f"{type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
@@ -123,11 +123,12 @@ def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column
 
 
 def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: Generator | None = None,
-         *, buckets: int = 2) -> Live:
+         *, buckets: int = 2, window: WindowSpec | None = None) -> Live:
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
     hash buckets of the grouping keys (keys of the pane state), each on a state partition and a
     core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
-    (:func:`wid.stream.live_run.start` sees to it)."""
+    (:func:`wid.stream.live_run.start` sees to it); ``window`` replaces the query's window clause,
+    as in :func:`wid.replay` (a :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     if punctuation is not None and not isinstance(punctuation, Generator):
@@ -137,14 +138,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(F.col(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
-    compiled = _compiled(spark, query_text, tuples)
+    compiled = _compiled(spark, query_text, tuples, window)
     positional = compiled.spec.positional
     if positional and punctuation is not None:
         raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
     scan = compiled.spec.live_scan(tuples)
     if scan is not None and punctuation is not None:
-        raise WidError("SPL windows fire on their own policies in arrival order (punct() reads the stream's marker "
-                       "rows); pass punctuation=None")
+        raise WidError("SPL and Flink windows fire on their own policies in arrival order (punct() and punctuation "
+                       "policies read the stream's marker rows); pass punctuation=None")
     if compiled.spec.open_end and punctuation is not None and punctuation.mode == "consistent":
         raise WidError("consistent punctuation drops a late tuple from all its landmark windows, up to the "
                        "stream's last one: unknown while the stream runs (replay it, or use generous mode)")

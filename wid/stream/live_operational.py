@@ -17,7 +17,7 @@ import pandas as pd
 from pyspark.sql.types import StructType
 
 from wid.bucket.columns import EMIT_ROW, WID
-from wid.bucket.spl_scan import LiveScan, Scanner
+from wid.bucket.positions import LiveScan, LiveScanner
 from wid.stream.live_arrival import stack
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.live_windows import Layout
@@ -27,7 +27,7 @@ from wid.stream.panes import merge, tuple_partials
 class OperationalProcessor(PaneProcessor):
     """:class:`PaneProcessor` for operational windows (``scan``); frame ``held``: the rows of
     ``events`` (the step's input schema) the scan still holds, first in the next batch's rows;
-    row ``scan``: the scan's values (:meth:`Scanner.state`)."""
+    row ``scan``: the scan's values (:meth:`LiveScanner.state`)."""
 
     def __init__(self, layout: Layout, events: StructType, scan: LiveScan) -> None:
         super().__init__(layout)
@@ -55,7 +55,7 @@ class OperationalProcessor(PaneProcessor):
         self.frames.set_row("scan", (values,))
         return self._windows(rows, scan), tuples.iloc[0:0]
 
-    def _windows(self, rows: pd.DataFrame, scan: Scanner) -> pd.DataFrame:
+    def _windows(self, rows: pd.DataFrame, scan: LiveScanner) -> pd.DataFrame:
         """The windows ``scan`` fired: keys, ``wid``, ``emit_row`` and the merged partials of
         their tuples that the query's WHERE keeps."""
         lay = self.layout
