@@ -166,7 +166,7 @@ def simulate_flink(rows: list[Row], d: Any, fired: dict | None = None) -> list[t
                                 PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 
     rows = sorted(rows, key=lambda r: r["row_num"])
-    keys = sorted({tuple(r[c] for c in d.per_group) for r in rows})
+    keys = sorted({tuple(r[c] for c in d.per_group) for r in rows}, key=repr)  # NULL keys too
     buffers = {k: {"items": [], "seq": 0, "count": {}, "ref": {}, "border": {}, "evict": {}} for k in keys}
     windows: list[tuple[tuple, int, list[Row]]] = []
     t0 = rows[0][d.ts] if rows and d.timed else None

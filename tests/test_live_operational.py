@@ -1,7 +1,7 @@
-"""Live SPL windows (docs/semantics.md section 10): the scan of replay run a micro-batch at a time,
-its state pickled between batches as the stateful step keeps it, emits every window of the
-event-by-event simulator of tests/operational_sim.py (an independent oracle), with the same
-tuples and the same firing row, whatever the batch boundaries. pandas only (no Spark); the
+"""Live SPL and Flink windows (docs/semantics.md section 10): the scan of replay run a micro-batch
+at a time, its state pickled between batches as the stateful step keeps it, emits every window
+of the event-by-event simulators of tests/operational_sim.py (independent oracles), with the
+same tuples and the same firing row, whatever the batch boundaries. pandas only (no Spark); the
 Spark runs against wid.replay are in tests/test_live.py."""
 
 from __future__ import annotations
@@ -14,11 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.operational_sim import simulate
+from tests.operational_sim import simulate, simulate_flink
 from wid.bucket.clock import T
+from wid.bucket.flink_scan import Buffers
 from wid.bucket.positions import LiveScan
 from wid.bucket.spl_scan import Scanner
 from wid.errors import WidError
+from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+                            PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 from wid.spec.spl import parse_spl
 
 #: Every policy of seed 003's tables, partitioned and not, with partition eviction.
@@ -29,13 +32,23 @@ CLAUSES = ["tumbling, count(3)", "tumbling, count(2) partitioned BY k", "tumblin
            "sliding, delta(v, 3), count(2) partitioned BY k", "sliding, count(3), delta(v, 1.5) partitioned BY k",
            "sliding, time(2.5), time(1)", "sliding, time(2), count(2) partitioned BY k",
            "sliding, count(5), time(1.5) partitioned BY k, partitionAge(3)"]
+#: Every trigger and eviction policy of seed 001, per group and not; active time TPs share the clock.
+DISCRETIZATIONS = [
+    Discretization([TimeTrigger(1.5), CountTrigger(4)], [CountEviction(5)], per_group=("k",)),
+    Discretization([DeltaTrigger(3, "v"), CountTrigger(5)], [TumblingEviction(), CountEviction(3)]),
+    Discretization([PunctuationTrigger(), CountTrigger(6)], [PunctuationEviction(), TimeEviction(3)], per_group=("k",)),
+    Discretization([TimeTrigger(1, active=False)], [TimeEviction(2.5)], per_group=("k",)),
+    Discretization([TimeTrigger(2, delay=1, start=0)], [TimeEviction(4)], per_group=("k",)),
+    Discretization([CountTrigger(3)], [DeltaEviction(2, "v")], per_group=("k",)),
+    Discretization([TimeTrigger(1)], [CountEviction(3, delete=2)]),
+]
 
 
 @st.composite
-def streams(draw) -> list[dict]:
+def streams(draw, least: int = 0) -> list[dict]:
     """Tuples in arrival order: row_num with gaps, keys with NULLs, values with decimals, negative
     and repeated; an arrival clock with ties; about one punctuation row in ten."""
-    n = draw(st.integers(0, 40))
+    n = draw(st.integers(least, 40))
     rows, row_num, t = [], 0, draw(st.sampled_from([0.0, 1.5, 1000.25]))
     for _ in range(n):
         row_num += draw(st.integers(1, 3))
@@ -46,11 +59,9 @@ def streams(draw) -> list[dict]:
     return rows
 
 
-def live_windows(clause: str, rows: list[dict], cuts: list[int]) -> dict:
-    """``(key, wid) -> (row_nums, emit_row)`` of the scan over ``rows`` in micro-batches cut at
+def live_windows(scan: LiveScan, rows: list[dict], cuts: list[int]) -> dict:
+    """``(key, wid) -> (row_nums, emit_row)`` of ``scan`` over ``rows`` in micro-batches cut at
     ``cuts``, the state pickled between them as the stateful step keeps it."""
-    spec = parse_spl(clause)
-    scan = LiveScan(partial(Scanner, spec, scale=1, members=True), (T,), spec.partition_by, spec.partition_by)
     frame = pd.DataFrame(rows, columns=["row_num", "k", "v", "arrival_ts", "punct"]).assign(**{T: lambda f: f["arrival_ts"]})
     held, values, out = frame.iloc[0:0], None, {}
     bounds = [0, *sorted(set(cuts)), len(frame)]
@@ -72,25 +83,46 @@ def live_windows(clause: str, rows: list[dict], cuts: list[int]) -> dict:
     return out
 
 
+def spl(clause: str) -> LiveScan:
+    spec = parse_spl(clause)
+    return LiveScan(partial(Scanner, spec, scale=1, members=True), (T,), spec.partition_by, spec.partition_by)
+
+
+def flink(d: Discretization) -> LiveScan:
+    return LiveScan(partial(Buffers, d, scale=1), (T,), d.per_group, d.per_group)
+
+
+def expected(windows: list, fired: dict) -> dict:
+    return {(key, wid): (sorted(r["row_num"] for r in content), fired[(key, wid)]) for key, wid, content in windows}
+
+
 @settings(max_examples=400, deadline=None)
 @given(clause=st.sampled_from(CLAUSES), rows=streams(), data=st.data())
-def test_scanned_a_batch_at_a_time_the_windows_are_the_simulators(clause, rows, data):
+def test_spl_scanned_a_batch_at_a_time_emits_the_simulators_windows(clause, rows, data):
     cuts = data.draw(st.lists(st.integers(0, len(rows)), max_size=5))
     fired = {}
-    expected = {(key, wid): (sorted(r["row_num"] for r in content), fired[(key, wid)])
-                for key, wid, content in simulate(rows, parse_spl(clause), fired)}
-    assert live_windows(clause, rows, cuts) == expected
+    assert live_windows(spl(clause), rows, cuts) == expected(simulate(rows, parse_spl(clause), fired), fired)
+
+
+@settings(max_examples=300, deadline=None)
+@given(d=st.sampled_from(DISCRETIZATIONS), rows=streams(1), data=st.data())  # the simulator needs a row
+def test_flink_scanned_a_batch_at_a_time_emits_the_simulators_windows(d, rows, data):
+    cuts = data.draw(st.lists(st.integers(0, len(rows)), max_size=5))
+    fired = {}
+    assert live_windows(flink(d), rows, cuts) == expected(simulate_flink(rows, d, fired), fired)
 
 
 def test_a_clock_going_back_across_micro_batches_is_an_error():
     rows = [{"row_num": 1, "k": "a", "v": 0.0, "arrival_ts": 5.0, "punct": False},
             {"row_num": 2, "k": "a", "v": 0.0, "arrival_ts": 4.0, "punct": False}]
     with pytest.raises(WidError, match="arrival_ts decreases in row_num order at row_num=2"):
-        live_windows("tumbling, time(1)", rows, [1])
+        live_windows(spl("tumbling, time(1)"), rows, [1])
+    with pytest.raises(WidError, match="arrival_ts decreases in row_num order at row_num=2"):
+        live_windows(flink(Discretization([TimeTrigger(1)])), rows, [1])
 
 
 def test_a_partition_evicted_in_one_micro_batch_keeps_its_numbering_in_the_next():
     """partitionCount(1): b's arrival evicts a; a comes back after the batch boundary as window 1."""
     rows = [{"row_num": i, "k": k, "v": 0.0, "arrival_ts": 0.0, "punct": False} for i, k in enumerate("aba")]
-    windows = live_windows("tumbling, count(1) partitioned BY k, partitionCount(1)", rows, [2])
+    windows = live_windows(spl("tumbling, count(1) partitioned BY k, partitionCount(1)"), rows, [2])
     assert windows == {(("a",), 0): ([0], 0), (("b",), 0): ([1], 1), (("a",), 1): ([2], 2)}
