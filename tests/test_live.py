@@ -29,6 +29,7 @@ from wid.cli import main
 from wid.errors import WidError
 from wid.experiment import punctuation_of
 from wid.plan import Plan
+from wid.spec.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
 from wid.stream import live_run
 from wid.stream.live import live
 from wid.stream.replay import replay
@@ -245,18 +246,24 @@ SESSIONS = ("SELECT k, count(*) AS n, sum(v) AS total, avg(d) AS exact, max(x) A
             "[SESSION 1.5 WATTR x] GROUP BY k")
 
 
-SPL = {  # subwindows on two buckets; a clock shared by all (one bucket, the end's flush); punctuation rows
-    "sliding, count(4), count(2) partitioned BY k": "",
-    "tumbling, time(2) partitioned BY k": " WHERE n > 2",
-    "tumbling, punct() partitioned BY k, partitionCount(2)": "",
-}
+#: Window clause (or a Flink discretization for ``[flink]``) -> WHERE: SPL subwindows on two
+#: buckets, a clock shared by all (one bucket, the end's flush), punctuation rows with partition
+#: eviction; Flink per-group buffers on two buckets, and an active time TP whose ticks fire in
+#: every buffer on the first row of any at or after them.
+OPERATIONAL = [
+    ("sliding, count(4), count(2) partitioned BY k", None, ""),
+    ("tumbling, time(2) partitioned BY k", None, " WHERE n > 2"),
+    ("tumbling, punct() partitioned BY k, partitionCount(2)", None, ""),
+    ("flink", Discretization([DeltaTrigger(3, "v"), CountTrigger(5)], [CountEviction(4)], per_group=("k",)), ""),
+    ("flink", Discretization([TimeTrigger(1.5), CountTrigger(4)], [TimeEviction(3)], per_group=("k",)), ""),
+]
 
 
-def test_live_spl_windows_equal_replay(spark, tmp_path):
-    """SPL windows fire as the operator's buffers do, whatever the micro-batches: each window
-    emitted when it fires, with its tuples then (WHERE after the buffers, as replay) and the
-    firing row (NULL: the end of the stream's flush); nothing is late. A NULL partition is one of
-    its own; the arrival clock has ties."""
+def test_live_operational_windows_equal_replay(spark, tmp_path):
+    """SPL and Flink windows fire as the operator's buffers do, whatever the micro-batches: each
+    window emitted when it fires, with its tuples then (WHERE after the buffers, as replay) and
+    the firing row (NULL: the end of the stream's flush); nothing is late. A NULL partition is
+    one of its own; the arrival clock has ties."""
     rnd = random.Random(13)
     rows, t = [], 0.0
     for i in range(90):
@@ -264,20 +271,26 @@ def test_live_spl_windows_equal_replay(spark, tmp_path):
         rows.append((2 * i, rnd.choice(["a", "b", None]), round(rnd.uniform(-5, 5), 2), rnd.randint(0, 9), t,
                      rnd.random() < 0.1))
     frame = spark.createDataFrame(rows, "row_num long, k string, v double, n long, arrival_ts double, punct boolean")
-    frame.createOrReplaceTempView(VIEW + "_spl")
-    directory = live_run.split_into_files(frame, tmp_path / "in", 3)
-    for i, (clause, where) in enumerate(SPL.items()):
-        text = (f"SELECT k, count(*) AS c, sum(n) AS total, min(v) AS lo, max(v) AS hi, avg(n) AS mean "
-                f"FROM {VIEW}_spl [{clause}]{where} GROUP BY k")
-        job = live(spark, text, live_run.source(spark, directory))
-        live_run.run(live_run.start(job, tmp_path / f"out{i}", tmp_path / f"checkpoint{i}"))
+    frame.createOrReplaceTempView(VIEW + "_op")
+    source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
+    texts = [f"SELECT k, count(*) AS c, sum(n) AS total, min(v) AS lo, max(v) AS hi, avg(n) AS mean "
+             f"FROM {VIEW}_op [{clause}]{where} GROUP BY k" for clause, _, where in OPERATIONAL]
+    jobs = [live(spark, text, source, window=window) for text, (_, window, _) in zip(texts, OPERATIONAL)]
+    for wave in range(0, len(jobs), WAVE):
+        started = [live_run.start(jobs[i], tmp_path / f"out{i}", tmp_path / f"checkpoint{i}")
+                   for i in range(wave, min(wave + WAVE, len(jobs)))]
+        for query in started:
+            live_run.run(query)
+    flushed = 0
+    for i, (text, job, (_, window, _)) in enumerate(zip(texts, jobs, OPERATIONAL)):
         results, late = live_run.read_output(spark, job, tmp_path / f"out{i}")
-        expected = replay(spark, text)
-        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(results, replay(spark, text, window=window).results, ignore_row_order=True,
+                           ignore_nullable=True)
         assert late.count() == 0 and results.where(F.col("emit_row").isNotNull()).count() > 0
-    assert results.where(F.col("emit_row").isNull()).count() > 0  # the end of the stream flushes
+        flushed += results.where(F.col("emit_row").isNull()).count()
+    assert flushed > 0  # the end of the stream emits
     with pytest.raises(WidError, match="fire on their own policies"):
-        live(spark, text, live_run.source(spark, directory), punctuate.slack(1))
+        live(spark, texts[0], source, punctuate.slack(1))
 
 
 def session_rows(seed: int = 5, n: int = 90) -> list[tuple]:
@@ -482,7 +495,7 @@ def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_pa
     plan = Plan.load(path)
     settings = {k: v for k, v in plan.sections["live"].items() if k not in ("files", "buckets", "punctuation")}
     generator = punctuation_of(plan.sections["live"]["punctuation"], settings, plan, spark.table(plan.view))
-    expected = replay(spark, plan.query, punctuation=generator).results
+    expected = replay(spark, plan.query, punctuation=generator, window=plan.window).results
     written = spark.read.parquet(str(tmp_path / "out")).where("kind = 'result'").select(*expected.columns)
     # a double's avg: Spark's double sums, over panes first, so equal to ~15 digits (longs, decimals: exactly)
     assert_approx_df_equality(written, expected, 1e-9, ignore_row_order=True, ignore_nullable=True)
