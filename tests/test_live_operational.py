@@ -46,14 +46,16 @@ DISCRETIZATIONS = [
 
 @st.composite
 def streams(draw, least: int = 0) -> list[dict]:
-    """Tuples in arrival order: row_num with gaps, keys with NULLs, values with decimals, negative
-    and repeated; an arrival clock with ties; about one punctuation row in ten."""
+    """Tuples in arrival order: row_num with gaps, keys with NULLs (strings, or doubles: NaN in
+    pandas), values with decimals, negative and repeated; an arrival clock with ties; about one
+    punctuation row in ten."""
     n = draw(st.integers(least, 40))
+    keys = draw(st.sampled_from([["a", "b", None], [1.5, -2.0, None]]))
     rows, row_num, t = [], 0, draw(st.sampled_from([0.0, 1.5, 1000.25]))
     for _ in range(n):
         row_num += draw(st.integers(1, 3))
         t += draw(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))
-        rows.append({"row_num": row_num, "k": draw(st.sampled_from(["a", "b", None])),
+        rows.append({"row_num": row_num, "k": draw(st.sampled_from(keys)),
                      "v": draw(st.sampled_from([-1.5, 0.0, 0.1, 2.3, 2.3, 4.75, 7.0])), "arrival_ts": t,
                      "punct": draw(st.integers(0, 9)) == 0})
     return rows

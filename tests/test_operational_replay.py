@@ -106,6 +106,22 @@ def test_spl_replay_matches_the_simulator(spark, clause):
     assert replayed(spark, clause, keyed=bool(spec.partition_by)) == expected(windows, fired, bool(spec.partition_by))
 
 
+@pytest.mark.parametrize("dtype", ["long", "double", "string"])
+def test_spl_null_partition_values_are_one_partition(spark, dtype):
+    """The NULL partition value is one subwindow whatever the column's type (the scan reads a NULL
+    long or double as NaN, which is never equal to itself): its windows and their firing rows."""
+    rows = [{"row_num": i, "k": k, "v": 0.0} for i, k in enumerate([None, None, 1, None, 1, None, None])]
+    value = str if dtype == "string" else float if dtype == "double" else int
+    spark.createDataFrame([(r["row_num"], None if r["k"] is None else value(r["k"]), r["v"]) for r in rows],
+                          f"row_num long, k {dtype}, v double").createOrReplaceTempView("s")
+    clause = "tumbling, count(2) partitioned BY k"
+    fired = {}
+    windows = simulate(rows, parse_spl(clause), fired)
+    got = {(None if k is None else int(k), *rest) for k, *rest in replayed(spark, clause, keyed=True)}
+    assert got == expected(windows, fired, keyed=True)
+    assert (None, 1, (3, 5), 5) in got
+
+
 FLINK = [Discretization([TimeTrigger(1.5), CountTrigger(4)], [CountEviction(5)], per_group=("k",)),
          Discretization([DeltaTrigger(3, "v"), CountTrigger(5)], [TumblingEviction(), CountEviction(3)]),
          Discretization([PunctuationTrigger(), CountTrigger(6)], [PunctuationEviction(), TimeEviction(3)],

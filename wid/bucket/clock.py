@@ -39,7 +39,7 @@ def clock(df: DataFrame, ts: str, named: Named = column) -> Expr:
 
 def check_clock(t: np.ndarray, previous: float, row_num: np.ndarray, ts: str) -> float:
     """Live mode's order check of the clock ``t`` of a micro-batch's rows (``row_num`` order),
-    ``previous`` the clock of the row before them (NaN: none, or NULL): a :class:`WidError`
+    ``previous`` the clock of the row before them (NaN: none): a :class:`WidError`
     naming the first row whose clock is below the row before it, as the query checks a whole
     stream (:func:`clock_steps`). Returns the last row's clock.
 

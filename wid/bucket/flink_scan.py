@@ -177,7 +177,7 @@ class Buffers:
         self.buffers: dict[tuple, Scanner] = {}
         self.fired: list[tuple[tuple, int, int | None]] = []
         self.members: list[list[int]] = []
-        self.t0 = self.last_t = None
+        self.t0 = None
         self.previous_t = math.nan  # the clock of the row before (NaN: none)
         self.due = math.inf  # the next tick, the same in every buffer
 
@@ -207,7 +207,6 @@ class Buffers:
         for i in range(start, self.n):
             if self.t is not None:
                 self.t0 = self.t[i] if self.t0 is None else self.t0
-                self.last_t = self.t[i]
             key = self.keys[i]
             if self.t is not None and self.t[i] >= self.due:
                 for other in self.buffers:
@@ -231,17 +230,17 @@ class Buffers:
         at = {i: k for k, i in enumerate(held)}
         buffers = [(key, [at[i] for i in b.items], b.seq, {i: plain(v) for i, v in b.since.items()}, dict(b.ref),
                     dict(b.arrived), s.passed) for key, s in self.buffers.items() for b in [s.buffer]]
-        return {"buffers": buffers, "t0": plain(self.t0), "last_t": plain(self.last_t),
-                "previous_t": plain(self.previous_t)}, held
+        return {"buffers": buffers, "t0": plain(self.t0), "previous_t": plain(self.previous_t)}, held
 
     def resume(self, values: dict) -> None:
         """The state of :meth:`state`, over rows whose first ones are the held items, in order."""
-        self.t0, self.last_t, self.previous_t = values["t0"], values["last_t"], values["previous_t"]
+        self.t0, self.previous_t = values["t0"], values["previous_t"]
         for key, items, seq, since, ref, arrived, passed in values["buffers"]:
             buffer = self._open(key).buffer
             buffer.items, buffer.seq, buffer.since, buffer.ref, buffer.arrived = items, seq, since, ref, arrived
             self.buffers[key].passed = passed
             self.due = self.buffers[key].next_tick()
+
 
 def scan(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per buffer (per group, or the stream)."""

@@ -150,23 +150,36 @@ class LiveScan:
     keys: tuple[str, ...]
 
     def scanner(self, rows: pd.DataFrame) -> LiveScanner:
-        """The scanner over ``rows``; key values as plain Python values (None for NULL: a key
-        survives pickling in the state), pandas' nullable integers as numpy's (floats where NULL)."""
-        rows = rows.assign(**{c: pd.Series([None if v is None or v is pd.NA else plain(v) for v in rows[c].tolist()],
-                                           index=rows.index, dtype=object) for c in self.keys})
+        """The scanner over ``rows``; key values as plain Python values (:func:`key_values`: a
+        key survives pickling in the state), pandas' nullable integers as numpy's (floats where NULL)."""
+        rows = rows.assign(**{c: pd.Series(key_values(rows[c]), index=rows.index, dtype=object) for c in self.keys})
         for c in self.columns:
-            if isinstance(rows[c].dtype, pd.core.arrays.integer.IntegerDtype):
+            if pd.api.types.is_integer_dtype(rows[c].dtype) and pd.api.types.is_extension_array_dtype(rows[c].dtype):
                 rows[c] = rows[c].to_numpy("float64" if rows[c].hasnans else "int64", na_value=np.nan)
         return self.scan(rows)
 
 
 def plain(value: object) -> object:
-    """A numpy scalar as the Python value it holds (scan state is pickled into checkpoints).
+    """A numpy scalar or pandas timestamp as the Python value it holds: live mode's state is
+    pickled into checkpoints, which must not depend on numpy's or pandas' internals.
 
-    >>> type(plain(np.float64(0.5))), plain("a")
-    (<class 'float'>, 'a')
+    >>> type(plain(np.float64(0.5))), plain(pd.Timestamp("2026-11-25 10:00:00.000001")), plain("a")
+    (<class 'float'>, datetime.datetime(2026, 11, 25, 10, 0, 0, 1), 'a')
     """
-    return value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, np.generic):
+        return value.item()
+    return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
+
+
+def key_values(column: pd.Series) -> list:
+    """A key column's values as plain Python values, every NULL (None, NaN, NA) as None: NULL keys
+    are one key, as Spark groups them (NaN is never equal to itself, so each would be a key of
+    its own).
+
+    >>> key_values(pd.Series([1.5, None, np.nan]))
+    [1.5, None, None]
+    """
+    return [None if pd.isna(v) else plain(v) for v in column.tolist()]
 
 
 def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataFrame], list[Firing]]) -> DataFrame:

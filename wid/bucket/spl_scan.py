@@ -12,7 +12,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, check_clock, time_scale
-from wid.bucket.positions import plain, scanned
+from wid.bucket.positions import key_values, plain, scanned
 from wid.spec.numbers import scaled
 from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
 
@@ -49,7 +49,7 @@ class Scanner:
         self.spec, self.n = spec, len(pdf)
         self.lo = np.zeros(self.n, dtype=np.int64)
         self.hi = np.full(self.n, -1, dtype=np.int64)
-        self.keys = list(zip(*[pdf[c] for c in spec.partition_by])) if spec.partition_by else [()] * self.n
+        self.keys = list(zip(*[key_values(pdf[c]) for c in spec.partition_by])) if spec.partition_by else [()] * self.n
         self.t = pdf[T].to_numpy() if T in pdf else None
         self.values = {p.attr: pdf[p.attr].to_numpy() for p in spec.policies if isinstance(p, Delta)}
         marker = next((p.marker for p in spec.policies if isinstance(p, Punct)), None)
@@ -63,7 +63,7 @@ class Scanner:
         self.members: list[list[int]] | None = [] if members else None
         self.now: int | None = None  # the row being processed (a tick's: the first arrival at or after it)
         self.last_t = None  # the clock of the last tuple scanned (the stream's end, when no TEND is given)
-        self.previous_t = np.nan  # the clock of the last row scanned (NaN: none, or NULL)
+        self.previous_t = np.nan  # the clock of the last row scanned (NaN: none)
         self.row_num = pdf["row_num"].to_numpy() if "row_num" in pdf else None
 
     # numbering: time ticks and punctuations are numbered over the stream, other triggers per partition
@@ -232,11 +232,13 @@ class Scanner:
     def state(self) -> tuple[dict, list[int]]:
         """``(values, held)``: what the next micro-batch's :meth:`resume` needs, as plain Python
         values, and the indices of the rows it must get again, first and in this order: the
-        tuples in a subwindow and each subwindow's last insertion (partition eviction reads it)."""
-        held = sorted({i for sub in self.subs.values() for i in (*sub.buf, sub.last)})
+        tuples in a subwindow and, with partition eviction (which reads it), each subwindow's
+        last insertion."""
+        evicting = self.spec.partition_eviction is not None
+        held = sorted({i for sub in self.subs.values() for i in (*sub.buf, *[sub.last] * evicting)})
         at = {i: k for k, i in enumerate(held)}
-        subs = [(sub.key, [at[i] for i in sub.buf], sub.seq, sub.since, plain(sub.ref), sub.full, at[sub.last])
-                for sub in self.subs.values()]
+        subs = [(sub.key, [at[i] for i in sub.buf], sub.seq, sub.since, plain(sub.ref), sub.full,
+                 at[sub.last] if evicting else None) for sub in self.subs.values()]
         return {"subs": subs, "seqs": list(self.seqs.items()), "clock": self.clock,
                 "t0": plain(self.t0), "last_t": plain(self.last_t), "previous_t": plain(self.previous_t)}, held
 
@@ -248,6 +250,7 @@ class Scanner:
         self.seqs = dict(values["seqs"])
         self.clock, self.t0, self.last_t = values["clock"], values["t0"], values["last_t"]
         self.previous_t = values["previous_t"]
+
 
 def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per partition (per stream with

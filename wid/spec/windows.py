@@ -166,7 +166,7 @@ class WindowSpec(ABC):
         """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
         formula of its own value (or, for ROWS windows, of its arrival position, counted as
         tuples come), an open upper end closed at the end of the stream; or sessions, formed
-        per key as tuples come; or SPL windows, whose buffers it scans as tuples come."""
+        per key as tuples come; or SPL and Flink windows, whose buffers it scans as tuples come."""
         return False
 
     @property
@@ -180,7 +180,7 @@ class WindowSpec(ABC):
         raise WidError(f"live mode does not support {type(self).__name__} windows")
 
     def live_scan(self, df: DataFrame):
-        """Live mode: the event-by-event scan (a :class:`wid.bucket.spl_scan.LiveScan`) its
+        """Live mode: the event-by-event scan (a :class:`wid.bucket.positions.LiveScan`) its
         stateful step runs over :meth:`live_bucket` of ``df`` (operational windows: they fire as
         the operator's buffers do); None: the step keeps panes of the tuples' ranges."""
         return None

@@ -1,14 +1,15 @@
-"""Live mode's stateful step for operational (SPL) windows: :class:`OperationalProcessor`, the
-:class:`wid.stream.live_state.PaneProcessor` whose steps 3 and 4 scan the operator's buffers.
+"""Live mode's stateful step for operational (SPL, Flink) windows: :class:`OperationalProcessor`,
+the :class:`wid.stream.live_state.PaneProcessor` whose steps 3 and 4 scan the operator's buffers.
 
-An SPL window is a FIFO buffer fed in arrival order that fires on its own policies; nothing is
-ever late. Per bucket and micro-batch the step runs the event-by-event
-:class:`wid.bucket.spl_scan.Scanner` of replay over the batch's rows, resumed from the state the
-last batch left, and emits each window as it fires: its tuples then (those the query's WHERE
-keeps) merged into partials per grouping keys, with ``emit_row`` the row whose arrival fired it
-(NULL: the end of the stream's flush). State (in the bucket's frames): the scan's plain values
-(subwindows, numbering, clock) and the rows it still holds, the tuples in a buffer; not the
-tuples that left.
+An operational window is a FIFO buffer fed in arrival order that fires on its own policies;
+nothing is ever late. Per bucket and micro-batch the step runs replay's event-by-event scan
+(:class:`wid.bucket.positions.LiveScanner`: SPL's :class:`wid.bucket.spl_scan.Scanner`, Flink's
+:class:`wid.bucket.flink_scan.Buffers`) over the batch's rows, resumed from the state the last
+batch left, and emits each window as it fires: its tuples then (those the query's WHERE keeps)
+merged into partials per grouping keys, with ``emit_row`` the row whose arrival fired it (NULL:
+the end of the stream). State (in the bucket's frames): the scan's plain values (buffers,
+numbering, clock, counters) and the rows it still holds: the tuples in a buffer (and, for SPL
+partition eviction, each subwindow's last insertion); not the tuples that left.
 """
 
 from __future__ import annotations

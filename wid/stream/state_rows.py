@@ -14,6 +14,8 @@ import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
+from wid.bucket.positions import plain
+
 #: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
 SESSIONS = "_wid_sessions"
 #: Spark's integral type names: held as pandas' nullable integers.
@@ -21,14 +23,6 @@ INTEGRAL = ("long", "integer", "short", "byte")
 #: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
 NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
             pa.int64(): pd.Int64Dtype()}
-
-
-def _plain(value: object) -> object:
-    """A numpy scalar or pandas timestamp as the Python value it holds (state rows are pickled:
-    only standard types, so that a checkpoint does not depend on numpy's or pandas' internals)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    return value.to_pydatetime() if isinstance(value, pd.Timestamp) else value
 
 
 def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
@@ -42,7 +36,7 @@ def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
     """
     columns = []
     for c, field in zip(frame.columns, schema.fields):
-        cast = int if field.dataType.typeName() in INTEGRAL else _plain
+        cast = int if field.dataType.typeName() in INTEGRAL else plain
         columns.append([None if pd.isna(v) else cast(v) for v in frame[c].tolist()])
     return list(zip(*columns))
 
