@@ -20,12 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import Number, positive
+from wid.spec.numbers import positive
 from wid.spec.windows import Operational
 
 Path = Literal["columns", "chain", "scan"]
@@ -173,6 +173,7 @@ class Discretization(Operational):
     per_group: tuple[str, ...] = ()
     ts: str = "arrival_ts"
     wattr: str = field(default="row_num", init=False)
+    bucket_module: ClassVar[str] = "wid.bucket.flink"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "triggers", tuple(self.triggers))
@@ -186,25 +187,6 @@ class Discretization(Operational):
         from wid.bucket.flink import flink_bucket
 
         return flink_bucket(df, self)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """The scan's inputs (:func:`wid.bucket.flink.live_bucket`)."""
-        from wid.bucket.flink import live_bucket
-
-        return live_bucket(df, self)
-
-    def live_scan(self, df: DataFrame):
-        """The buffers scanned a micro-batch at a time (:func:`wid.bucket.flink.live_scan`)."""
-        from wid.bucket.flink import live_scan
-
-        return live_scan(df, self)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
-        from wid.bucket.flink import fired
-        from wid.stream.operational_replay import replay
-
-        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
 
     @property
     def sql_refusal(self) -> str | None:

@@ -45,7 +45,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import Number, number
+from wid.spec.numbers import number
 from wid.spec.windows import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -156,6 +156,7 @@ class SplWindow(Operational):
     partition_eviction: PartitionEviction | None = None
     wattr: ClassVar[str] = "row_num"
     sliding: ClassVar[bool] = False
+    bucket_module: ClassVar[str] = "wid.bucket.spl"
 
     @property
     def partition(self) -> tuple[str, ...]:
@@ -180,25 +181,6 @@ class SplWindow(Operational):
         from wid.bucket.spl import operational_bucket_sql
 
         return operational_bucket_sql(source, df, self)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """The scan's inputs (:func:`wid.bucket.spl.live_bucket`)."""
-        from wid.bucket.spl import live_bucket
-
-        return live_bucket(df, self)
-
-    def live_scan(self, df: DataFrame):
-        """The :class:`wid.bucket.spl_scan.Scanner` a micro-batch at a time (:func:`wid.bucket.spl.live_scan`)."""
-        from wid.bucket.spl import live_scan
-
-        return live_scan(df, self)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
-        from wid.bucket.spl import fired
-        from wid.stream.operational_replay import replay
-
-        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
 
     def _check_partitioning(self) -> None:
         if self.partition_eviction is not None and not self.partition_by:
