@@ -98,7 +98,7 @@ def expected(windows: list, fired: dict) -> dict:
     return {(key, wid): (sorted(r["row_num"] for r in content), fired[(key, wid)]) for key, wid, content in windows}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(clause=st.sampled_from(CLAUSES), rows=streams(), data=st.data())
 def test_spl_scanned_a_batch_at_a_time_emits_the_simulators_windows(clause, rows, data):
     cuts = data.draw(st.lists(st.integers(0, len(rows)), max_size=5))
@@ -106,7 +106,7 @@ def test_spl_scanned_a_batch_at_a_time_emits_the_simulators_windows(clause, rows
     assert live_windows(spl(clause), rows, cuts) == expected(simulate(rows, parse_spl(clause), fired), fired)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(d=st.sampled_from(DISCRETIZATIONS), rows=streams(1), data=st.data())  # the simulator needs a row
 def test_flink_scanned_a_batch_at_a_time_emits_the_simulators_windows(d, rows, data):
     cuts = data.draw(st.lists(st.integers(0, len(rows)), max_size=5))
