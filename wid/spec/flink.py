@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import positive
-from wid.spec.windows import Operational
+from wid.spec.operational import Operational
 
 Path = Literal["columns", "chain", "scan"]
 

@@ -46,7 +46,7 @@ from pyspark.sql import DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import number
-from wid.spec.windows import Operational
+from wid.spec.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"

@@ -1,5 +1,6 @@
 """Window specifications: one class per context-free window kind (docs/semantics.md section 3); the
-context-aware kinds (slide-by-tuple, sessions) are in :mod:`wid.spec.aware`.
+context-aware kinds (slide-by-tuple, sessions) are in :mod:`wid.spec.aware`, the operational base in
+:mod:`wid.spec.operational`.
 
 Each class states its extent in its docstring, validates its parameters in the
 constructor and, for the context-free kinds, produces the window-id range
@@ -15,7 +16,6 @@ numbers otherwise, a 0-based arrival position for ``ROWS``). Clause numbers are 
 
 from __future__ import annotations
 
-import importlib
 import math
 from abc import ABC, abstractmethod
 from fractions import Fraction
@@ -190,43 +190,6 @@ class WindowSpec(ABC):
         """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)
         when its stateful step forms this kind's windows as sessions per key; None: ranges."""
         return None
-
-
-class Operational(WindowSpec):
-    """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
-    buffers in arrival order (``row_num``), the same in any unit of the attributes. Each kind's
-    Bucket module (:attr:`bucket_module`) gives its replay's firings (``fired``) and live mode's
-    scan (``live_bucket``, ``live_scan``)."""
-
-    bucket_module: ClassVar[str]
-
-    def _bucket(self):
-        return importlib.import_module(self.bucket_module)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """The scan's inputs (``live_bucket`` of :attr:`bucket_module`)."""
-        return self._bucket().live_bucket(df, self)
-
-    def live_scan(self, df: DataFrame):
-        """The operator's buffers scanned a micro-batch at a time (``live_scan`` of :attr:`bucket_module`)."""
-        return self._bucket().live_scan(df, self)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
-        from wid.stream.operational_replay import replay
-
-        fired = self._bucket().fired
-        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
-
-    @property
-    def live(self) -> bool:
-        """Live mode scans the buffers as tuples come (:meth:`live_scan`)."""
-        return True
-
-    @property
-    def unfinished(self) -> bool:
-        """Live mode's stateful step tags the tuples (the scan): Bucket only prepares its inputs."""
-        return True
 
 
 class ContextFree(WindowSpec):
