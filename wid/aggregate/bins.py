@@ -15,6 +15,7 @@ every window once all tuples are in: :func:`at_windows` computes those partials 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 
 import numpy as np
@@ -219,7 +220,12 @@ def partials(aggregates: list[Aggregate], numeric: dict[str, np.dtype]) -> dict[
     return out
 
 
+#: The output columns of a window's bins partials (``partials`` named as :func:`partials` names them).
+Finish = Callable[[list[Aggregate], dict[str, np.ndarray]], dict[str, pa.Array]]
+
+
 def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """Each aggregate (its alias) from the bins' partials: a :data:`Finish`."""
     out = {}
     for a in aggregates:
         if a.arg is None:
@@ -232,6 +238,26 @@ def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict
             out[a.alias] = pa.array(partials[f"sum:{a.arg}"] / np.maximum(n, 1), mask=n == 0)
         else:
             out[a.alias] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
+    return out
+
+
+def spark_partials(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
+    """Each aggregate's partial states as Spark's (:meth:`Aggregate.partials`: names and values,
+    NULL where Spark's sum, min or max over no value is): a :data:`Finish`, for the merge that
+    Spark finishes (live mode's output)."""
+    out = {}
+    for i, a in enumerate(aggregates):
+        names = [name for name, _ in a.partials(i)]
+        if a.arg is None:
+            out[names[0]] = pa.array(partials["n"])
+            continue
+        n = partials[f"n:{a.arg}"]
+        if a.fn == "count":
+            out[names[0]] = pa.array(n)
+        elif a.fn == "avg":
+            out.update({names[0]: pa.array(partials[f"sum:{a.arg}"], mask=n == 0), names[1]: pa.array(n)})
+        else:
+            out[names[0]] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
     return out
 
 
@@ -257,13 +283,14 @@ def add(bins: Bins, x: np.ndarray, values: dict[str, tuple[np.ndarray, np.ndarra
 
 
 def output(part: pa.Table, keys: list[str], windows: np.ndarray, result: dict[str, np.ndarray],
-           aggregates: list[Aggregate], schema: pa.Schema, **extra: np.ndarray) -> pa.Table:
-    """The rows of one key partition (the key of ``part``): ``wid`` and the aggregates for each
-    of ``windows`` whose extent holds a tuple (``result`` from :meth:`Bins.at`), plus ``extra``."""
+           aggregates: list[Aggregate], schema: pa.Schema, finish: Finish = finals, **extra: np.ndarray) -> pa.Table:
+    """The rows of one key partition (the key of ``part``): ``wid`` and the aggregates (as
+    ``finish`` makes them) for each of ``windows`` whose extent holds a tuple (``result`` from
+    :meth:`Bins.at`), plus ``extra``."""
     keep = result["n"] > 0
     count = int(keep.sum())
     data = {k: part.column(k).take(pa.array(np.zeros(count, dtype=np.int64))) for k in keys}
     data[WID] = pa.array(windows[keep])
-    data.update(finals(aggregates, {name: v[keep] for name, v in result.items()}))
+    data.update(finish(aggregates, {name: v[keep] for name, v in result.items()}))
     data.update({name: pa.array(v[keep]) for name, v in extra.items()})
     return pa.table(data).select(schema.names).cast(schema)

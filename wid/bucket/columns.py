@@ -59,6 +59,13 @@ def time_like(dtype: DataType) -> bool:
     return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
 
 
+def unranged(df: DataFrame, columns: dict[str, Column] | None = None) -> DataFrame:
+    """``df`` plus ``columns``, with ``wid_lo`` and ``wid_hi`` NULL: live mode's Bucket of a kind
+    whose ids its stateful step decides as tuples arrive."""
+    unknown = F.lit(None).cast("long")
+    return df.withColumns({**(columns or {}), WID_LO: unknown, WID_HI: unknown})
+
+
 def attribute_type(df: DataFrame, name: str) -> DataType:
     """The type of column ``name``, or a :class:`WidError` naming the unknown column."""
     fields = {f.name.lower(): f.dataType for f in df.schema.fields}

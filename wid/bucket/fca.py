@@ -21,7 +21,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 
-from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, position
+from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, position,
+                                unranged)
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Expr, Sql, call
@@ -94,6 +95,13 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
     order = [WID_X, "row_num"] if spec.ranked else ["row_num"]
     return positioned(tagged, order, "_wid_pos").withColumn(
         WID_WINDOW, F.col("_wid_pos") % F.lit(spec.every) == spec.every - 1).drop("_wid_pos")
+
+
+def live_bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or NaN
+    attribute fails the query); which tuples define windows, and each window's members, come in
+    the stateful step (:mod:`wid.stream.live_fca`) as tuples arrive."""
+    return unranged(df, {WID_X: ids(df, spec)[0]})
 
 
 def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position
+from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position,
+                                unranged)
 from wid.bucket.fca import positioned
 from wid.errors import WidError
 from wid.spec.sqlexpr import Sql
@@ -89,5 +90,4 @@ def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
     order as tuples come): ``wid_x``, ``wid_lo``, ``wid_hi`` NULL; the attributes checked."""
     for name in (spec.wattr, *spec.partition):
         attribute_type(df, name)
-    unknown = F.lit(None).cast("long")
-    return df.withColumns({WID_X: unknown, WID_LO: unknown, WID_HI: unknown})
+    return unranged(df, {WID_X: F.lit(None).cast("long")})

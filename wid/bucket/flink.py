@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column
+from wid.bucket.columns import Named, attribute_type, checked, column, unranged
 from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
 from wid.bucket.flink_scan import Buffers, Scanner, scan
 from wid.bucket.positions import Firing, LiveScan, firings, non_decreasing
@@ -125,8 +125,7 @@ def live_bucket(df: DataFrame, spec: Discretization) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): the scan's inputs only (:func:`_prepared`,
     the clock row by row); the buffers are scanned in live mode's stateful step, a micro-batch at a
     time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then."""
-    unknown = F.lit(None).cast("long")
-    return _prepared(df, spec, live=True)[0].withColumns({WID_LO: unknown, WID_HI: unknown})
+    return unranged(_prepared(df, spec, live=True)[0])
 
 
 def live_scan(df: DataFrame, spec: Discretization) -> LiveScan:

@@ -29,7 +29,7 @@ from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, Floa
                                TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                epoch_micros, numeric_value, rattr_value, time_like)
+                                epoch_micros, numeric_value, rattr_value, time_like, unranged)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
 from wid.spec.aware import Session
@@ -144,8 +144,7 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     for name in spec.keys:
         attribute_type(df, name)
     x, _ = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
-    unknown = F.lit(None).cast("long")
-    return df.withColumns({WID_X: checked(x, dtype, spec.wattr), WID_LO: unknown, WID_HI: unknown})
+    return unranged(df, {WID_X: checked(x, dtype, spec.wattr)})
 
 
 def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:

@@ -83,6 +83,29 @@ class SlideByTuple(WindowSpec):
 
         return replay(compiled, punctuation, allowed_lateness)
 
+    @property
+    def live(self) -> bool:
+        """Live mode rescans the stream so far (:mod:`wid.stream.live_fca`); not by rank: which
+        values are every n-th in ``a`` order changes with each tuple until the stream ends."""
+        return not self.ranked
+
+    @property
+    def unfinished(self) -> bool:
+        """Which tuples define windows (FCB: arrival positions) is decided in live mode's step."""
+        return True
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """``wid_x`` only (:func:`wid.bucket.fca.live_bucket`)."""
+        from wid.bucket.fca import live_bucket
+
+        return live_bucket(df, self)
+
+    def live_step(self, compiled):
+        """Replay's scan over the stream so far (:class:`wid.stream.live_fca.SlideStep`)."""
+        from wid.stream.live_fca import SlideStep
+
+        return SlideStep.of(compiled)
+
 
 @dataclass(frozen=True)
 class SlideByRows(SlideByTuple):

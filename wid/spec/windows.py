@@ -186,6 +186,12 @@ class WindowSpec(ABC):
         the operator's buffers do); None: the step keeps panes of the tuples' ranges."""
         return None
 
+    def live_step(self, compiled):
+        """Live mode: a stateful step of this kind's own, run over :meth:`live_bucket`'s tuples in
+        one bucket (slide-by-tuple windows: :class:`wid.stream.live_fca.SlideStep`); None: the
+        pane step, or :meth:`live_scan`'s or :meth:`sessions`'."""
+        return None
+
     def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
         """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)
         when its stateful step forms this kind's windows as sessions per key; None: ranges."""

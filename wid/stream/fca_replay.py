@@ -77,7 +77,8 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     if lag:
         marks = marks.unionByName(_marks(punctuations, chunks, lag)).distinct()
     events = chunks.rows.withColumn(KIND, F.lit(0)).unionByName(marks, allowMissingColumns=True)
-    scan = scanner(r, keys, aggregates, numeric, punctuations, consistent, lag, arrow_schema(schema))
+    scan = scanner(r, keys, aggregates, numeric, punctuations.pattern, punctuations.wildcard, consistent, lag,
+                   arrow_schema(schema))
     out = events.groupBy(CHUNK).applyInArrow(scan, schema)
 
     results = typed(out.where(F.col(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION)

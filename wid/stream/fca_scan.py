@@ -10,31 +10,46 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
-from wid.aggregate.bins import Bins, add, columns, ends, lowest, output, partials
+from wid.aggregate.bins import Bins, Finish, add, columns, ends, finals, lowest, output, partials
 from wid.aggregate.fca import by_key, contributing_rows, windows_of
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X
 from wid.spec.numbers import Number
-from wid.stream.punctuation import Punctuations
 
 #: The row_num of a late tuple (NULL on result rows); an element's kind: 0 = tuple, 1 = punctuation.
 LATE, KIND = "_wid_late", "_wid_kind"
 
 
 def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
-             punctuations: Punctuations, consistent: bool, lag: Number,
+             pattern: tuple[str, ...], wildcards: bool, consistent: bool, lag: Number,
              schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
-    """The grouped function: one chunk's tuples and punctuations in, per key its emitted
-    windows and its late (tuple, window) pairs out. A punctuation matches a key when each
-    pattern column equals the key's value (NULL-safe) or, with ``punctuations.wildcard``, is NULL."""
-    kinds = partials(aggregates, numeric)
-    pattern, wildcards = list(punctuations.pattern), punctuations.wildcard
+    """Replay's grouped function: one chunk's elements in (:data:`KIND` 0 tuples, 1 punctuations),
+    :func:`elements_scanner`'s rows out."""
+    scan = elements_scanner(r, keys, aggregates, numeric, pattern, wildcards, consistent, lag, schema)
 
-    def scan(table: pa.Table) -> pa.Table:
+    def split(table: pa.Table) -> pa.Table:
         kind = table.column(KIND).to_numpy(zero_copy_only=False)
-        tuples, marks = table.filter(pa.array(kind == 0)), table.filter(pa.array(kind == 1))
+        marks = table.filter(pa.array(kind == 1)).select([*pattern, "row_num", WID_CLOSED]).to_pandas()
+        return scan(table.filter(pa.array(kind == 0)), marks)
+
+    return split
+
+
+def elements_scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
+                     pattern: tuple[str, ...], wildcards: bool, consistent: bool, lag: Number, schema: pa.Schema,
+                     finish: Finish = finals) -> Callable[[pa.Table, pd.DataFrame], pa.Table]:
+    """The scan of a chunk's tuples (``keys``, values, ``row_num``, ``wid_x``, ``wid_in`` with a
+    WHERE, :data:`wid.aggregate.fca.DEFINES`) and punctuations (``pattern``, ``row_num``,
+    ``wid_closed``): per key its emitted windows (their aggregates as ``finish`` makes them of
+    the bins) and its late (tuple, window) pairs. A punctuation matches a key when each
+    ``pattern`` column equals the key's value (NULL-safe) or, with ``wildcards``, is NULL."""
+    kinds = partials(aggregates, numeric)
+    pattern = list(pattern)
+
+    def scan(tuples: pa.Table, marks: pd.DataFrame) -> pa.Table:
         windows, definers = windows_of(tuples)
         defined = np.full(len(windows), np.iinfo(np.int64).max)  # the first defining tuple's row_num
         np.minimum.at(defined, np.searchsorted(windows, tuples.column(WID_X).to_numpy()[definers]),
@@ -42,7 +57,6 @@ def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: di
         contributing = contributing_rows(tuples).sort_by("row_num")
         if contributing.num_rows == 0:
             return schema.empty_table()
-        marks = marks.select([*pattern, "row_num", WID_CLOSED]).to_pandas()
         wildcard = marks[pattern].isna().all(axis=1).to_numpy() & wildcards
         pieces = []
         for rows in by_key(contributing, keys):
@@ -53,8 +67,8 @@ def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: di
                 match &= ((unbound if value is None else marks[c] == value) | (unbound & wildcards)).to_numpy()
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
                                 marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent, lag)
-            pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema))
-            pieces.append(scan_key.late(keys, aggregates, schema))
+            pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema, finish))
+            pieces.append(scan_key.late(keys, schema))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
     return scan
@@ -92,7 +106,7 @@ class _KeyScan:
         self.emit = np.maximum(self.at[np.minimum(closing, len(at) - 1)] if len(at) else 0, defined)
 
     def emitted(self, kinds, numeric: dict[str, np.dtype], keys: list[str], aggregates: list[Aggregate],
-                schema: pa.Schema) -> list[pa.Table]:
+                schema: pa.Schema, finish: Finish) -> list[pa.Table]:
         """processtuple in arrival order (late tuples for their windows after the key's bound - L);
         each window closed by a punctuation emitted on its arrival (or its defining tuple's, when
         that comes later) and the bins purged below every key's bound - L; each revision on its
@@ -112,7 +126,7 @@ class _KeyScan:
             n = len(mine)
             emit = np.full(n, None, dtype=object) if emit_rows is None else emit_rows.astype(object)
             return output(self.part, keys, self.windows[mine], bins.at(self.windows[mine]), aggregates, schema,
-                          **{EMIT_ROW: emit, REVISION: revisions, LATE: np.full(n, None, dtype=object)})
+                          finish, **{EMIT_ROW: emit, REVISION: revisions, LATE: np.full(n, None, dtype=object)})
 
         # windows emitted with no tuple of the key arriving between them are read together: the
         # purges between them only drop bins below windows already emitted
@@ -154,9 +168,9 @@ class _KeyScan:
                 out.append((int(i) + 1, 0, mine, np.full(len(mine), self.row[i]), count[mine].copy()))
         return out
 
-    def late(self, keys: list[str], aggregates: list[Aggregate], schema: pa.Schema) -> pa.Table:
+    def late(self, keys: list[str], schema: pa.Schema) -> pa.Table:
         """One row per dropped (tuple, window): the tuple arrived after the window's punctuation
-        (consistent: after any of its windows'), or the window is lost."""
+        (consistent: after any of its windows'), or the window is lost; the other columns NULL."""
         lo = np.searchsorted(self.windows, self.x, side="left")
         hi = np.searchsorted(self.windows, ends(self.x, self.r), side="left")
         late = self.x < self.floor
@@ -172,8 +186,6 @@ class _KeyScan:
         n = len(window)
         data = {k: self.part.column(k).take(pa.array(np.zeros(n, dtype=np.int64))) for k in keys}
         data[WID] = pa.array(self.windows[window])
-        data.update({a.alias: pa.nulls(n) for a in aggregates})
-        data[EMIT_ROW] = pa.nulls(n)
-        data[REVISION] = pa.nulls(n)
         data[LATE] = pa.array(self.row[tuple_of])
+        data.update({name: pa.nulls(n) for name in schema.names if name not in data})
         return pa.table(data).select(schema.names).cast(schema)

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
 
 from wid.aggregate.range import Aggregate
-from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
@@ -99,8 +99,8 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame, window: W
     spec = window if window is not None else parse_window(parsed.window)
     if not spec.live:
         raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
-                       f"ROWS windows in arrival order (WATTR row_num), sessions, SPL and Flink windows, not "
-                       f"{type(spec).__name__} on {spec.wattr!r}")
+                       f"ROWS windows in arrival order (WATTR row_num), sessions, slide-by-tuple windows in arrival "
+                       f"order, SPL and Flink windows, not {type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     view = f"wid_live_{next(_views)}"
@@ -160,16 +160,18 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     tagged = compiled.tagged
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
     sessions = compiled.spec.sessions(tagged)
+    own = compiled.spec.live_step(compiled)  # slide-by-tuple windows: replay's scan, in one bucket
     aggregates = list(compiled.aggregates)
     if sessions is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
         aggregates += [Aggregate("_wid_start", "min", sessions[1]), Aggregate("_wid_last", "max", sessions[1])]
         tagged = tagged.where(F.col(KEPT)).drop(KEPT)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
-    scanned = list(scan.columns) if scan is not None else []
+    scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
     carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
     kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
-    closed_type = LongType() if sessions is None else bound_type(tagged, marks, sessions[1])
+    x = sessions[1] if sessions is not None else WID_X if own is not None else None  # bounds on x, else on ids
+    closed_type = LongType() if x is None else bound_type(tagged, marks, x)
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *typed(tagged.schema, carried),
                StructField(WID_LO, LongType()), StructField(WID_HI, LongType()), StructField(WID_CLOSED, closed_type),
@@ -177,10 +179,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     if scan is not None:  # subwindows scanned apart, or one bucket scans the stream
         hashed = list(scan.partition)
+    if own is not None:
+        hashed = []
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
-    own_mark = F.lit(None) if marks.closed is None else F.when(F.col(KEPT), marks.closed) if kept else marks.closed
+    # a tuple punctuates when replay's Bucket keeps it: not one WHERE drops, but for slide-by-tuple windows
+    kept_only = kept and own is None
+    own_mark = F.lit(None) if marks.closed is None else F.when(F.col(KEPT), marks.closed) if kept_only else marks.closed
     parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
                                        WID_CLOSED: own_mark})]
     if given is not None:
@@ -199,12 +205,15 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
     layout = layout_of(compiled, keys, aggregates, marks, payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
-                     compiled.spec.tag_positions if positional else None, sessions, closed_type)
+                     compiled.spec.tag_positions if positional else None, sessions, closed_type,
+                     tagged.schema[WID_X].dataType if own is not None else LongType())
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     if scan is not None:
         step = OperationalProcessor(layout, StructType(columns), scan)
+    elif own is not None:
+        step = own.processor(layout, StructType(columns))
     else:
         step = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
     processor = Stateful(step)
@@ -213,6 +222,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if sessions is not None:
         first, last = (F.col(name) for name, _ in partial_names(aggregates)[-2:])
         extents = compiled.spec.live_extents(first, last, tagged)
+    if own is not None:
+        out = out.withColumn(WID, own.wid(F.col(WID)))
     return views_of(compiled, out, payload, buckets, keys, extents)
 
 

@@ -147,8 +147,8 @@ def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...
             rows = batch.filter(pa.array(ids == b))
             if marks is not None:
                 others = marks.filter(pa.array(marks.column(BUCKET).to_numpy(zero_copy_only=False) != b))
-                others = others.set_column(others.schema.get_field_index(BUCKET), BUCKET,
-                                           pa.array(np.full(others.num_rows, b, np.int32)))
+                at = others.schema.get_field_index(BUCKET)  # the field as is (not nullable for a constant)
+                others = others.set_column(at, others.schema.field(at), pa.array(np.full(others.num_rows, b, np.int32)))
                 rows = pa.concat_batches([rows, others])
             if rows.num_rows:
                 values.append(keys[b])

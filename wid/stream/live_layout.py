@@ -35,9 +35,10 @@ def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
 
 def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks,
               payload: list[str], consistent: bool, on_all: bool, tagger: Tagger | None,
-              sessions: tuple[Fraction, str] | None, closed_type: DataType) -> Layout:
+              sessions: tuple[Fraction, str] | None, closed_type: DataType, wid_type: DataType = LongType()) -> Layout:
     """The stateful step's view of the query (:class:`wid.stream.live_state.PaneProcessor`);
-    state and output types as Spark's own (sessions: a pane is a key's open session)."""
+    state and output types as Spark's own (sessions: a pane is a key's open session; ``wid_type``:
+    the output window-id's, ``wid_x``'s for slide-by-tuple windows)."""
     tagged = compiled.tagged
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern
@@ -48,7 +49,7 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     parts = partials.schema.fields[len(keys) + 2:]
     panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts])
     output = StructType([StructField("kind", StringType()), *typed(tagged.schema, payload),
-                         *typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, LongType()),
+                         *typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, wid_type),
                          StructField(EMIT_ROW, LongType()), *parts])
     closed = StructType([StructField(SHAPE, IntegerType()), *typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, closed_type)])

@@ -1,0 +1,153 @@
+"""Live mode's stateful step for slide-by-tuple windows (FCA, and FCB: every n-th tuple):
+replay's scan over the stream so far, each output row emitted in the micro-batch that produced it.
+
+A slide-by-tuple window is the value of a tuple of any key, so the windows are the stream's: a
+window defined after its key's punctuation passed it is emitted on the arrival of its defining
+tuple, and one defined after a wildcard punctuation passed it is lost, every contribution to it
+late, tuples of earlier micro-batches included (docs/semantics.md section 8.3). Any tuple may
+still be needed, so the step keeps every tuple (the columns the scan and the late rows read) and
+every punctuation, and per micro-batch runs the scan of replay
+(:func:`wid.stream.fca_scan.elements_scanner`) over all of them: its output is replay's over the
+stream so far, and the step emits the rows this micro-batch produced:
+
+- a window whose ``emit_row`` is in it (at the end of the stream, also the windows it closes,
+  ``emit_row`` NULL);
+- a late (tuple, window) pair whose tuple, or the window's first defining tuple, arrived in it
+  (whichever came later: the pair exists from then on).
+
+Windows come with their partials (:func:`wid.aggregate.bins.spark_partials`), which Spark
+finishes as for every live kind. State and the work per micro-batch grow with the stream.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.sql import Column
+from pyspark.sql.types import BooleanType, DataType, LongType, StructField, StructType
+
+from wid.aggregate.bins import spark_partials
+from wid.aggregate.fca import DEFINES, arrow_schema, numeric_types
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
+from wid.bucket.fca import units
+from wid.errors import WidError
+from wid.spec.numbers import Number
+from wid.stream.fca_scan import LATE, elements_scanner
+from wid.stream.live_arrival import aligned, stack
+from wid.stream.live_state import KEPT, PaneProcessor
+from wid.stream.live_windows import Layout
+
+
+@dataclass(frozen=True)
+class SlideStep:
+    """A slide-by-tuple window in live mode: ``r``, the RANGE in ``wid_x`` units; ``dtype``, the
+    attribute's type; ``every``, the n of FCB (1: every tuple defines a window); ``numeric``, the
+    bins' types of the value columns (:func:`wid.aggregate.fca.numeric_types`)."""
+
+    r: Number
+    dtype: DataType
+    every: int
+    numeric: dict[str, np.dtype]
+
+    #: The column the step reads besides the pane step's: each tuple's exact ``x``.
+    columns = (WID_X,)
+
+    @classmethod
+    def of(cls, compiled) -> SlideStep:
+        """The step of ``compiled`` (a slide-by-tuple :class:`wid.compiler.CompiledQuery`)."""
+        numeric = numeric_types(compiled.tagged, compiled.aggregates)
+        if numeric is None:
+            raise WidError("live slide-by-tuple windows hold count, sum, avg, min and max of numbers (not "
+                           "decimals) in their bins; query the other aggregates with wid.query")
+        r, dtype = units(compiled.tagged, compiled.spec)
+        return cls(r, dtype, compiled.spec.every, numeric)
+
+    def wid(self, column: Column) -> Column:
+        """The window-id as a value of the attribute's type (``column`` in ``wid_x`` units)."""
+        return rattr_value(column, self.dtype)
+
+    def processor(self, layout: Layout, events: StructType) -> SlideProcessor:
+        return SlideProcessor(layout, events, self)
+
+
+class SlideProcessor(PaneProcessor):
+    """:class:`PaneProcessor` for slide-by-tuple windows (the module doc): frame ``held``, every
+    tuple so far (``events``, the step's input schema, and :data:`DEFINES`); frame ``marks``,
+    every punctuation so far; row ``since``, the last ``row_num`` of the earlier micro-batches;
+    frame ``boundary``, the windows emitted at it."""
+
+    def __init__(self, layout: Layout, events: StructType, step: SlideStep) -> None:
+        super().__init__(layout)
+        self.step = step
+        self.held_schema = StructType([*events.fields, StructField(DEFINES, BooleanType())])
+        closed = layout.closed_schema
+        self.marks_schema = StructType([StructField("row_num", LongType()),
+                                        *[closed[c] for c in layout.bounds.pattern], closed[WID_CLOSED]])
+        fields = {f.name: f for f in layout.output.fields}
+        parts = [fields[name] for i, a in enumerate(layout.aggregates) for name, _ in a.partials(i)]
+        self.scan_schema = arrow_schema(StructType([
+            *[fields[k] for k in layout.keys], fields[WID], *parts, StructField(EMIT_ROW, LongType()),
+            StructField(REVISION, LongType()), StructField(LATE, LongType())]))
+
+    def schemas(self) -> dict[str, StructType]:
+        """:meth:`PaneProcessor.schemas`, ``held``, ``marks`` and ``boundary``."""
+        fields = {f.name: f for f in self.layout.output.fields}
+        boundary = StructType([fields[c] for c in [*self.layout.keys, WID]])
+        return {**super().schemas(), "held": self.held_schema, "marks": self.marks_schema, "boundary": boundary}
+
+    def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
+                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The scan over every tuple and punctuation so far: ``(results, late)`` of this batch."""
+        held, marks = self.frames.get("held"), self.frames.get("marks")
+        since = (self.frames.row("since") or (None,))[0]
+        every = self.step.every  # every tuple reaches the one bucket that has tuples: positions are global
+        arrived = tuples.assign(**{DEFINES: (len(held) + np.arange(len(tuples))) % every == every - 1})
+        rows = stack([held, arrived[held.columns]]).reset_index(drop=True)
+        marks = stack([marks, punctuations[marks.columns]]).reset_index(drop=True)
+        self.frames.put("held", rows)
+        self.frames.put("marks", marks)
+        self.frames.set_row("since", (int(events["row_num"].max()),))
+        out = self._scan(rows, marks).to_pandas()
+        result, late = out[out[LATE].isna()], out[out[LATE].notna()].astype({LATE: "int64"})
+        result = self._new(result.drop(columns=[REVISION, LATE]), since, int(events["row_num"].max()), end)
+        return result, self._late(rows, late, since)
+
+    def _new(self, result: pd.DataFrame, since: int | None, last: int, end: bool) -> pd.DataFrame:
+        """The windows this batch emitted: ``emit_row`` after ``since`` (at the end of the stream,
+        also NULL), and at ``since`` itself those not emitted then (a punctuation arriving right
+        after the last tuple of the batch before, at its ``row_num``: frame ``boundary``)."""
+        emit = result[EMIT_ROW]
+        new = result[(emit > since if since is not None else emit.notna()) | (emit.isna() & end)]
+        if since is not None:
+            at = result[emit == since]
+            window = [*self.layout.keys, WID]
+            left, right = aligned(at[window], self.frames.get("boundary"), window)
+            seen = left.merge(right, on=window, how="left", indicator=True)["_merge"].eq("both").to_numpy()
+            new = stack([new, at[~seen]])
+        self.frames.put("boundary", new[new[EMIT_ROW] == last][[*self.layout.keys, WID]])
+        return new
+
+    def _scan(self, rows: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
+        """Replay's scan (:func:`wid.stream.fca_scan.elements_scanner`) of ``rows`` and ``marks``."""
+        lay, step = self.layout, self.step
+        values = [a.arg for a in lay.aggregates if a.arg is not None]
+        columns = list(dict.fromkeys([*lay.keys, *values, "row_num", WID_X]))
+        tuples = rows[columns].assign(**{WID_IN: rows[KEPT].astype("boolean").fillna(False).astype(bool),
+                                         DEFINES: rows[DEFINES].astype(bool)})
+        scan = elements_scanner(step.r, list(lay.keys), list(lay.aggregates), step.numeric, lay.bounds.pattern,
+                                lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials)
+        plain = pa.Table.from_pandas(marks, preserve_index=False).to_pandas()  # NULLs as NaN/None, as replay's
+        return scan(pa.Table.from_pandas(tuples, preserve_index=False), plain)
+
+    @staticmethod
+    def _late(rows: pd.DataFrame, late: pd.DataFrame, since: int | None) -> pd.DataFrame:
+        """The late pairs this batch produced (the module doc), as the tuple's row plus ``wid``."""
+        defining = rows[rows[DEFINES].astype(bool)]
+        first = defining.groupby(WID_X)["row_num"].min()
+        when = np.maximum(late[LATE].to_numpy("int64"), first.reindex(late[WID]).to_numpy("int64"))
+        late = late[when > since] if since is not None else late
+        pairs = pd.DataFrame({"row_num": late[LATE].to_numpy("int64"), WID: late[WID].to_numpy()})
+        return rows.astype({"row_num": "int64"}).merge(pairs, on="row_num")
