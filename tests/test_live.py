@@ -293,6 +293,36 @@ def test_live_operational_windows_equal_replay(spark, tmp_path):
         live(spark, texts[0], source, punctuate.slack(1))
 
 
+def test_live_slide_by_tuple_windows_equal_replay(spark, tmp_path):
+    """Slide-by-tuple windows (every 3rd tuple's ``x`` in arrival order, and every tuple's) over
+    three micro-batches: results, ``emit_row`` and late rows are replay's, for slack (consistent,
+    with WHERE: dropped tuples still define windows and punctuate) and source punctuations on a
+    key or every key (windows defined after a wildcard bound passed them are lost); by rank is
+    refused (its windows change with every tuple until the stream ends)."""
+    frame = spark.createDataFrame(rows(seed=3, n=60), COLUMNS)
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_fca")
+    static = frame.where(F.col(FLAG)).select("row_num", "k", "x")
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))
+    text = ("SELECT k, count(*) AS n, sum(v) AS total, avg(v) AS mean, min(x) AS lo FROM {view} "
+            "[RANGE 2.5 RATTR x SLIDE {slide}] {where}GROUP BY k")
+    cases = {"slack": (text.format(view=VIEW + "_fca", slide="3 ROWS SATTR row_num", where="WHERE v > 2 "),
+                       punctuate.slack(1, mode="consistent"), punctuate.slack(1, mode="consistent")),
+             "embedded": (text.format(view=VIEW + "_fca", slide="1 ROW SATTR row_num", where=""),
+                          punctuate.embedded(punctuations), punctuate.embedded(static))}
+    jobs = {name: live(spark, query, tuples, generator) for name, (query, generator, _) in cases.items()}
+    started = [live_run.start(job, tmp_path / name / "out", tmp_path / name / "cp") for name, job in jobs.items()]
+    for query in started:
+        live_run.run(query)
+    for name, (query, _, generator) in cases.items():
+        results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
+        expected = replay(spark, query, punctuation=generator)
+        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+        assert late.count() > 0 and results.where(F.col("emit_row").isNotNull()).count() > 0
+    with pytest.raises(WidError, match="live mode supports"):
+        live(spark, text.format(view=VIEW + "_fca", slide="3 ROWS SATTR rank(x)", where=""), tuples)
+
+
 def session_rows(seed: int = 5, n: int = 90) -> list[tuple]:
     """Bursts of readings per key (``x`` with decimals, gaps between bursts longer than the
     session gap), 40 % up to 6 behind arrival, a NULL key among the keys; every 7th element a
