@@ -2,7 +2,9 @@
 per key partition, its tuples and punctuations in arrival order through the paper's start/end
 bins (:class:`wid.aggregate.bins.Bins`): processtuple, processpunctuation (emit, then purge),
 revisions within the allowed lateness, and one row per dropped (tuple, window) contribution.
-Arrow and numpy only; the module doc of :mod:`wid.stream.fca_replay` states the semantics.
+Arrow, numpy and pandas (the punctuations) only; the module doc of :mod:`wid.stream.fca_replay`
+states the semantics. Live mode (:mod:`wid.stream.live_fca`) runs :func:`elements_scanner` over
+the stream so far.
 """
 
 from __future__ import annotations
