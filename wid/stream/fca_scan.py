@@ -42,12 +42,13 @@ def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: di
 
 def elements_scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],
                      pattern: tuple[str, ...], wildcards: bool, consistent: bool, lag: Number, schema: pa.Schema,
-                     finish: Finish = finals) -> Callable[[pa.Table, pd.DataFrame], pa.Table]:
+                     finish: Finish = finals, since: int | None = None) -> Callable[[pa.Table, pd.DataFrame], pa.Table]:
     """The scan of a chunk's tuples (``keys``, values, ``row_num``, ``wid_x``, ``wid_in`` with a
     WHERE, :data:`wid.aggregate.fca.DEFINES`) and punctuations (``pattern``, ``row_num``,
     ``wid_closed``): per key its emitted windows (their aggregates as ``finish`` makes them of
     the bins) and its late (tuple, window) pairs. A punctuation matches a key when each
-    ``pattern`` column equals the key's value (NULL-safe) or, with ``wildcards``, is NULL."""
+    ``pattern`` column equals the key's value (NULL-safe) or, with ``wildcards``, is NULL.
+    ``since``: leave out the windows emitted before that row (live mode has them already)."""
     kinds = partials(aggregates, numeric)
     pattern = list(pattern)
 
@@ -69,7 +70,7 @@ def elements_scanner(r: Number, keys: list[str], aggregates: list[Aggregate], nu
                 match &= ((unbound if value is None else marks[c] == value) | (unbound & wildcards)).to_numpy()
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
                                 marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent, lag)
-            pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema, finish))
+            pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema, finish, since))
             pieces.append(scan_key.late(keys, schema))
         return pa.concat_tables(pieces) if pieces else schema.empty_table()
 
@@ -108,11 +109,13 @@ class _KeyScan:
         self.emit = np.maximum(self.at[np.minimum(closing, len(at) - 1)] if len(at) else 0, defined)
 
     def emitted(self, kinds, numeric: dict[str, np.dtype], keys: list[str], aggregates: list[Aggregate],
-                schema: pa.Schema, finish: Finish) -> list[pa.Table]:
+                schema: pa.Schema, finish: Finish, since: int | None = None) -> list[pa.Table]:
         """processtuple in arrival order (late tuples for their windows after the key's bound - L);
         each window closed by a punctuation emitted on its arrival (or its defining tuple's, when
         that comes later) and the bins purged below every key's bound - L; each revision on its
-        tuple's arrival, before the purge of a punctuation right after it; the rest at the end."""
+        tuple's arrival, before the purge of a punctuation right after it; the rest at the end.
+        Emissions before row ``since`` are skipped, tuples then admitted with a later one's (a
+        purge changes no window at or above its bound: the bins are the same for those)."""
         bins, values = Bins(self.r, kinds, self.x.dtype), columns(self.part, kinds, numeric)
         late = self.x < self.floor
         done, out = 0, []
@@ -141,6 +144,8 @@ class _KeyScan:
                   for mine, upto in zip(np.split(closed, starts[1:]), upto_of[starts])]
         events += self.revisions()
         for upto, emission, mine, emit_rows, revisions in sorted(events, key=lambda e: e[:2]):
+            if since is not None and emit_rows.max() < since:  # emitted before: skip its reads and purge
+                continue
             admit(upto)
             done = upto
             out.append(rows(mine, emit_rows, revisions))

@@ -110,7 +110,7 @@ class SlideProcessor(PaneProcessor):
         self.frames.put("held", rows)
         self.frames.put("marks", marks)
         self.frames.set_row("since", (int(events["row_num"].max()),))
-        out = self._scan(rows, marks).to_pandas()
+        out = self._scan(rows, marks, since).to_pandas()
         result, late = out[out[LATE].isna()], out[out[LATE].notna()].astype({LATE: "int64"})
         result = self._new(result.drop(columns=[REVISION, LATE]), since, int(events["row_num"].max()), end)
         return result, self._late(rows, late, since)
@@ -130,15 +130,16 @@ class SlideProcessor(PaneProcessor):
         self.frames.put("boundary", new[new[EMIT_ROW] == last][[*self.layout.keys, WID]])
         return new
 
-    def _scan(self, rows: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
-        """Replay's scan (:func:`wid.stream.fca_scan.elements_scanner`) of ``rows`` and ``marks``."""
+    def _scan(self, rows: pd.DataFrame, marks: pd.DataFrame, since: int | None) -> pa.Table:
+        """Replay's scan (:func:`wid.stream.fca_scan.elements_scanner`) of ``rows`` and ``marks``,
+        without the windows emitted before row ``since``."""
         lay, step = self.layout, self.step
         values = [a.arg for a in lay.aggregates if a.arg is not None]
         columns = list(dict.fromkeys([*lay.keys, *values, "row_num", WID_X]))
         tuples = rows[columns].assign(**{WID_IN: rows[KEPT].astype("boolean").fillna(False).astype(bool),
                                          DEFINES: rows[DEFINES].astype(bool)})
         scan = elements_scanner(step.r, list(lay.keys), list(lay.aggregates), step.numeric, lay.bounds.pattern,
-                                lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials)
+                                lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials, since)
         plain = pa.Table.from_pandas(marks, preserve_index=False).to_pandas()  # NULLs as NaN/None, as replay's
         return scan(pa.Table.from_pandas(tuples, preserve_index=False), plain)
 
