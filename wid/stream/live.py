@@ -70,7 +70,8 @@ class _Unfinished:
     window's open end stays open (``wid_hi`` NULL: the end of the stream closes it at the largest
     ``wid_lo``). Both count tuples that WHERE drops (positions; the stream's largest ``wid_lo``,
     as replay's Bucket, before WHERE), so WHERE marks the kept ones (:data:`KEPT`) instead of
-    filtering: only those contribute and punctuate, as in replay. Sessions form in the stateful
+    filtering: only those contribute and punctuate, as in replay (slide-by-tuple windows: every
+    tuple defines its window and punctuates, only the marked ones contribute). Sessions form in the stateful
     step too (``wid_x`` only here); :func:`live` keeps only the marked tuples for them, as
     replay's sessions form from the tuples WHERE keeps."""
 
@@ -127,8 +128,9 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
     hash buckets of the grouping keys (keys of the pane state), each on a state partition and a
     core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
-    (:func:`wid.stream.live_run.start` sees to it); ``window`` replaces the query's window clause,
-    as in :func:`wid.replay` (a :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
+    (:func:`wid.stream.live_run.start` sees to it; slide-by-tuple windows: one bucket); ``window``
+    replaces the query's window clause, as in :func:`wid.replay` (a
+    :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     if punctuation is not None and not isinstance(punctuation, Generator):
@@ -161,6 +163,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
     sessions = compiled.spec.sessions(tagged)
     own = compiled.spec.live_step(compiled)  # slide-by-tuple windows: replay's scan, in one bucket
+    if own is not None:
+        buckets = 1
     aggregates = list(compiled.aggregates)
     if sessions is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
         aggregates += [Aggregate("_wid_start", "min", sessions[1]), Aggregate("_wid_last", "max", sessions[1])]
@@ -169,7 +173,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
     carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
-    kept = KEPT in tagged.columns  # ROWS and landmark windows: tuples WHERE drops still count
+    kept = KEPT in tagged.columns  # ROWS, landmark and slide-by-tuple windows: tuples WHERE drops still count
     x = sessions[1] if sessions is not None else WID_X if own is not None else None  # bounds on x, else on ids
     closed_type = LongType() if x is None else bound_type(tagged, marks, x)
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
@@ -179,8 +183,6 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     if scan is not None:  # subwindows scanned apart, or one bucket scans the stream
         hashed = list(scan.partition)
-    if own is not None:
-        hashed = []
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
     bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern

@@ -39,6 +39,7 @@ from wid.stream.fca_scan import LATE, elements_scanner
 from wid.stream.live_arrival import aligned, stack
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.live_windows import Layout
+from wid.stream.state_rows import NULLABLE
 
 
 @dataclass(frozen=True)
@@ -70,67 +71,78 @@ class SlideStep:
         return rattr_value(column, self.dtype)
 
     def processor(self, layout: Layout, events: StructType) -> SlideProcessor:
+        """The stateful step (``events``: its input schema)."""
         return SlideProcessor(layout, events, self)
 
 
 class SlideProcessor(PaneProcessor):
     """:class:`PaneProcessor` for slide-by-tuple windows (the module doc): frame ``held``, every
-    tuple so far (``events``, the step's input schema, and :data:`DEFINES`); frame ``marks``,
-    every punctuation so far; row ``since``, the last ``row_num`` of the earlier micro-batches;
-    frame ``boundary``, the windows emitted at it."""
+    tuple so far (the columns of ``events``, the step's input schema, that the scan and the late
+    rows read, and :data:`DEFINES`); frame ``marks``, every punctuation so far; frame
+    ``boundary``, the windows emitted at the last ``row_num`` of the earlier micro-batches."""
 
     def __init__(self, layout: Layout, events: StructType, step: SlideStep) -> None:
         super().__init__(layout)
         self.step = step
-        self.held_schema = StructType([*events.fields, StructField(DEFINES, BooleanType())])
+        values = [a.arg for a in layout.aggregates if a.arg is not None]
+        read = dict.fromkeys([*layout.payload, *layout.keys, *values, WID_X, KEPT])
+        self.held_schema = StructType([*[f for f in events.fields if f.name in read],
+                                       StructField(DEFINES, BooleanType())])
         closed = layout.closed_schema
         self.marks_schema = StructType([StructField("row_num", LongType()),
                                         *[closed[c] for c in layout.bounds.pattern], closed[WID_CLOSED]])
         fields = {f.name: f for f in layout.output.fields}
         parts = [fields[name] for i, a in enumerate(layout.aggregates) for name, _ in a.partials(i)]
+        self.window_schema = StructType([*[fields[k] for k in layout.keys], fields[WID]])
         self.scan_schema = arrow_schema(StructType([
-            *[fields[k] for k in layout.keys], fields[WID], *parts, StructField(EMIT_ROW, LongType()),
+            *self.window_schema.fields, *parts, StructField(EMIT_ROW, LongType()),
             StructField(REVISION, LongType()), StructField(LATE, LongType())]))
 
     def schemas(self) -> dict[str, StructType]:
         """:meth:`PaneProcessor.schemas`, ``held``, ``marks`` and ``boundary``."""
-        fields = {f.name: f for f in self.layout.output.fields}
-        boundary = StructType([fields[c] for c in [*self.layout.keys, WID]])
-        return {**super().schemas(), "held": self.held_schema, "marks": self.marks_schema, "boundary": boundary}
+        return {**super().schemas(), "held": self.held_schema, "marks": self.marks_schema,
+                "boundary": self.window_schema}
+
+    def _sequence(self, events: pd.DataFrame, end: bool) -> pd.DataFrame:
+        """:meth:`PaneProcessor._sequence`, the last ``row_num`` of the earlier batches kept first
+        (``since``: None in the first batch)."""
+        last = self.frames.row("last")
+        self.since = None if last is None else int(last[0])
+        return super()._sequence(events, end)
 
     def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
                  end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The scan over every tuple and punctuation so far: ``(results, late)`` of this batch."""
         held, marks = self.frames.get("held"), self.frames.get("marks")
-        since = (self.frames.row("since") or (None,))[0]
-        every = self.step.every  # every tuple reaches the one bucket that has tuples: positions are global
+        every = self.step.every  # every tuple reaches the one bucket: positions are the stream's
         arrived = tuples.assign(**{DEFINES: (len(held) + np.arange(len(tuples))) % every == every - 1})
         rows = stack([held, arrived[held.columns]]).reset_index(drop=True)
         marks = stack([marks, punctuations[marks.columns]]).reset_index(drop=True)
         self.frames.put("held", rows)
         self.frames.put("marks", marks)
-        self.frames.set_row("since", (int(events["row_num"].max()),))
-        out = self._scan(rows, marks, since).to_pandas()
-        result, late = out[out[LATE].isna()], out[out[LATE].notna()].astype({LATE: "int64"})
-        result = self._new(result.drop(columns=[REVISION, LATE]), since, int(events["row_num"].max()), end)
-        return result, self._late(rows, late, since)
+        out = self._scan(rows, marks).to_pandas(types_mapper=NULLABLE.get)  # longs stay exact, NULLs and all
+        late = out[LATE].notna().to_numpy()
+        results = self._new(out[~late].drop(columns=[REVISION, LATE]), int(events["row_num"].max()), end)
+        return results, self._late(rows, out[late])
 
-    def _new(self, result: pd.DataFrame, since: int | None, last: int, end: bool) -> pd.DataFrame:
+    def _new(self, results: pd.DataFrame, last: int, end: bool) -> pd.DataFrame:
         """The windows this batch emitted: ``emit_row`` after ``since`` (at the end of the stream,
-        also NULL), and at ``since`` itself those not emitted then (a punctuation arriving right
-        after the last tuple of the batch before, at its ``row_num``: frame ``boundary``)."""
-        emit = result[EMIT_ROW]
-        new = result[(emit > since if since is not None else emit.notna()) | (emit.isna() & end)]
+        also NULL), and at ``since`` itself those not emitted then (a punctuation right after the
+        last tuple of the batch before, at its ``row_num``: frame ``boundary``)."""
+        since, emit = self.since, results[EMIT_ROW]
+        new = results[(emit.notna() if since is None else (emit > since).fillna(False)) | (emit.isna() & end)]
+        boundary = self.frames.get("boundary")
         if since is not None:
-            at = result[emit == since]
-            window = [*self.layout.keys, WID]
-            left, right = aligned(at[window], self.frames.get("boundary"), window)
+            at = results[(emit == since).fillna(False)]
+            window = list(self.window_schema.names)
+            left, right = aligned(at[window], boundary, window)
             seen = left.merge(right, on=window, how="left", indicator=True)["_merge"].eq("both").to_numpy()
             new = stack([new, at[~seen]])
-        self.frames.put("boundary", new[new[EMIT_ROW] == last][[*self.layout.keys, WID]])
+        emitted = new[(new[EMIT_ROW] == last).fillna(False)][list(self.window_schema.names)]
+        self.frames.put("boundary", stack([boundary, emitted]) if since == last else emitted)
         return new
 
-    def _scan(self, rows: pd.DataFrame, marks: pd.DataFrame, since: int | None) -> pa.Table:
+    def _scan(self, rows: pd.DataFrame, marks: pd.DataFrame) -> pa.Table:
         """Replay's scan (:func:`wid.stream.fca_scan.elements_scanner`) of ``rows`` and ``marks``,
         without the windows emitted before row ``since``."""
         lay, step = self.layout, self.step
@@ -139,16 +151,15 @@ class SlideProcessor(PaneProcessor):
         tuples = rows[columns].assign(**{WID_IN: rows[KEPT].astype("boolean").fillna(False).astype(bool),
                                          DEFINES: rows[DEFINES].astype(bool)})
         scan = elements_scanner(step.r, list(lay.keys), list(lay.aggregates), step.numeric, lay.bounds.pattern,
-                                lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials, since)
+                                lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials, self.since)
         plain = pa.Table.from_pandas(marks, preserve_index=False).to_pandas()  # NULLs as NaN/None, as replay's
         return scan(pa.Table.from_pandas(tuples, preserve_index=False), plain)
 
-    @staticmethod
-    def _late(rows: pd.DataFrame, late: pd.DataFrame, since: int | None) -> pd.DataFrame:
+    def _late(self, rows: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:
         """The late pairs this batch produced (the module doc), as the tuple's row plus ``wid``."""
-        defining = rows[rows[DEFINES].astype(bool)]
-        first = defining.groupby(WID_X)["row_num"].min()
-        when = np.maximum(late[LATE].to_numpy("int64"), first.reindex(late[WID]).to_numpy("int64"))
-        late = late[when > since] if since is not None else late
-        pairs = pd.DataFrame({"row_num": late[LATE].to_numpy("int64"), WID: late[WID].to_numpy()})
+        first = rows[rows[DEFINES].astype(bool)].groupby(WID_X)["row_num"].min()
+        tuple_row = late[LATE].to_numpy("int64")
+        when = np.maximum(tuple_row, first.reindex(late[WID]).to_numpy("int64"))
+        keep = when > self.since if self.since is not None else np.ones(len(late), dtype=bool)
+        pairs = pd.DataFrame({"row_num": tuple_row[keep], WID: late[WID].to_numpy(object)[keep]})
         return rows.astype({"row_num": "int64"}).merge(pairs, on="row_num")

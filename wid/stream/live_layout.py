@@ -25,8 +25,8 @@ def typed(schema: StructType, names: list[str]) -> list[StructField]:
 
 
 def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
-    """A session bound is a value of ``x``: the type (Spark's common type) that holds ``x``
-    and every bound the punctuations give."""
+    """A bound on ``x`` (sessions, slide-by-tuple windows) is a value of ``x``: the type (Spark's
+    common type) that holds ``x`` and every bound the punctuations give."""
     bounds = [F.col(x), *([marks.closed] if marks.closed is not None else [])]
     if marks.given is not None:
         bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
