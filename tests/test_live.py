@@ -532,9 +532,16 @@ def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_pa
     assert capsys.readouterr().out.startswith(f"{expected.count()} results and ")
 
 
+#: Run over Spark Connect too: slide-by-tuple windows under slack, an SPL window (no generator).
+REMOTE = {"slide_by_tuple": (f"SELECT k, count(*) AS n, sum(v) AS total, max(x) AS hi FROM {VIEW} "
+                             "[RANGE 2.5 RATTR x SLIDE 1 ROW SATTR row_num] GROUP BY k", punctuate.slack(1)),
+          "spl": (f"SELECT k, count(*) AS n, sum(v) AS total, avg(d) AS exact FROM {VIEW} "
+                  "[sliding, count(4), count(2) partitioned BY k] GROUP BY k", None)}
+
+
 def run_remote(url: str, directory: Path, work: Path) -> None:
-    """On a Spark Connect session: slack (consistent) live over the files in ``directory``, and
-    sessions under slack."""
+    """On a Spark Connect session: slack (consistent) live over the files in ``directory``,
+    sessions under slack, and the :data:`REMOTE` queries."""
     spark = SparkSession.builder.remote(url).getOrCreate()
     try:
         tuples, _ = _split(live_run.source(spark, directory))
@@ -542,6 +549,9 @@ def run_remote(url: str, directory: Path, work: Path) -> None:
         live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
         sessions = live(spark, SESSIONS.format(view=VIEW), tuples, punctuate.slack(1.5))
         live_run.run(live_run.start(sessions, work / "sessions" / "out", work / "sessions" / "checkpoint"))
+        for name, (text, generator) in REMOTE.items():
+            job = live(spark, text, tuples, generator)
+            live_run.run(live_run.start(job, work / name / "out", work / name / "checkpoint"))
     finally:
         spark.stop()
 
@@ -565,6 +575,12 @@ def test_live_over_spark_connect_equals_replay(spark, stream, tmp_path):
     assert results.where(F.col("n") > 1).count() > 0
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+    for name, (text, generator) in REMOTE.items():
+        results, late = live_run.read_output(spark, live(spark, text, tuples, generator), tmp_path / name / "out")
+        expected = replay(spark, text, punctuation=generator)
+        assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+        assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+        assert results.where(F.col("emit_row").isNotNull()).count() > 0
 
 
 if __name__ == "__main__":

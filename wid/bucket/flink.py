@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import Named, attribute_type, checked, column, unranged
+from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, unranged
 from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
 from wid.bucket.flink_scan import Buffers, Scanner, scan
 from wid.bucket.positions import Firing, LiveScan, firings, non_decreasing

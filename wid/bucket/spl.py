@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value, unranged
+from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value, unranged
 from wid.bucket.positions import LiveScan, firings, non_decreasing
 from wid.bucket.spl_compile import POS, chain, column_steps, columns
 from wid.bucket.spl_scan import Scanner, scan
