@@ -321,6 +321,8 @@ def test_live_slide_by_tuple_windows_equal_replay(spark, tmp_path):
         assert late.count() > 0 and results.where(F.col("emit_row").isNotNull()).count() > 0
     with pytest.raises(WidError, match="live mode supports"):
         live(spark, text.format(view=VIEW + "_fca", slide="3 ROWS SATTR rank(x)", where=""), tuples)
+    with pytest.raises(WidError, match="not decimals"):  # the bins hold numbers in numpy types
+        live(spark, f"SELECT avg(d) AS exact FROM {VIEW}_fca [RANGE 2.5 RATTR x SLIDE 1 ROW SATTR row_num]", tuples)
 
 
 def session_rows(seed: int = 5, n: int = 90) -> list[tuple]:

@@ -22,6 +22,7 @@ finishes as for every live kind. State and the work per micro-batch grow with th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -54,7 +55,7 @@ class SlideStep:
     numeric: dict[str, np.dtype]
 
     #: The column the step reads besides the pane step's: each tuple's exact ``x``.
-    columns = (WID_X,)
+    columns: ClassVar[tuple[str, ...]] = (WID_X,)
 
     @classmethod
     def of(cls, compiled) -> SlideStep:
