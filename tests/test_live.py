@@ -442,18 +442,21 @@ def test_some_generators_have_late_rows(outputs):
     assert lates["slack"] > 0 and lates["embedded_consistent"] > lates["embedded"] > 0 and lates["end_only"] == 0
 
 
-def test_restart_after_a_stop_in_the_middle_gives_the_replay_output(spark, stream, tmp_path):
-    """Stopped once two micro-batches are done (in the third), restarted from the checkpoint."""
+@pytest.mark.parametrize("kind", ["sliding", "slide_by_tuple"])
+def test_restart_after_a_stop_in_the_middle_gives_the_replay_output(spark, stream, tmp_path, kind):
+    """Stopped once two micro-batches are done (in the third), restarted from the checkpoint:
+    the panes, or every tuple so far (slide-by-tuple windows closed by the end only: each needs
+    the tuples of every batch)."""
     directory, _ = stream
     tuples, _ = _split(live_run.source(spark, directory))
-    generator = punctuate.slack(1, mode="consistent")
-    first = live(spark, QUERY, tuples, generator)
+    text, generator = (QUERY, punctuate.slack(1, mode="consistent")) if kind == "sliding" else (REMOTE[kind][0], None)
+    first = live(spark, text, tuples, generator)
     done = live_run.run(live_run.start(first, tmp_path / "out", tmp_path / "checkpoint"), stop_after=2)
     assert 2 <= len(done) < 4
-    again = live(spark, QUERY, tuples, generator)
+    again = live(spark, text, tuples, generator)
     live_run.run(live_run.start(again, tmp_path / "out", tmp_path / "checkpoint"))
     results, late = live_run.read_output(spark, again, tmp_path / "out")
-    expected = replay(spark, QUERY, punctuation=generator)
+    expected = replay(spark, text, punctuation=generator)
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
 
