@@ -22,7 +22,7 @@ from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import Expr, Sql, null_like, quote
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 from wid.text import WindowQuery
 
 #: Output columns with the bounds of a window's extent, in the window attribute's type.

@@ -24,7 +24,7 @@ from wid.compiler import CompiledQuery, compile_query, resolved, sort_item
 from wid.text import WindowQuery
 from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import Sql, qualified, quote
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 
 
 def _expr(text: str) -> str:

@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, floor_scaled
 from wid.spec.sqlexpr import Expr, Sql, call, column, constant, equal, literal, over, when
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 
 WID_LO = "wid_lo"
 WID_HI = "wid_hi"

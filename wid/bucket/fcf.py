@@ -19,7 +19,7 @@ from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_typ
 from wid.bucket.fca import positioned
 from wid.errors import WidError
 from wid.spec.sqlexpr import Sql
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 
 
 def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:

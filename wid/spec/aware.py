@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 
 from wid.spec.numbers import Number, exact, positive, whole
 from wid.spec.sqlexpr import column_name
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 
 
 @dataclass(frozen=True)

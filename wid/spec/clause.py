@@ -18,7 +18,8 @@ from wid.spec.numbers import Number, as_number, times
 from wid.spec.sqlexpr import column_name
 from wid.spec.spl import is_spl, parse_spl
 from wid.spec.aware import Session, SlideByRank, SlideByRows, SlideByTuple
-from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding, WindowSpec
+from wid.spec.base import WindowSpec
+from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"

@@ -9,7 +9,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 
 from wid.spec.numbers import Number
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 
 
 class Operational(WindowSpec):

@@ -46,7 +46,7 @@ from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
 from wid.stream.live_operational import OperationalProcessor
@@ -71,9 +71,9 @@ class _Unfinished:
     ``wid_lo``). Both count tuples that WHERE drops (positions; the stream's largest ``wid_lo``,
     as replay's Bucket, before WHERE), so WHERE marks the kept ones (:data:`KEPT`) instead of
     filtering: only those contribute and punctuate, as in replay (slide-by-tuple windows: every
-    tuple defines its window and punctuates, only the marked ones contribute). Sessions form in the stateful
-    step too (``wid_x`` only here); :func:`live` keeps only the marked tuples for them, as
-    replay's sessions form from the tuples WHERE keeps."""
+    tuple defines its window and punctuates, only the marked ones contribute). Sessions form in
+    the stateful step too (``wid_x`` only here); :func:`live` keeps only the marked tuples for
+    them, as replay's sessions form from the tuples WHERE keeps."""
 
     spec: WindowSpec
 

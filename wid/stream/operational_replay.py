@@ -3,7 +3,7 @@ and on which arrival.
 
 Both operators are FIFO buffers fed in ``row_num`` order that fire on their own policies, so
 every window is emitted complete and nothing is ever late: the results are the query's rows
-(:meth:`wid.spec.windows.WindowSpec.aggregate`) with ``revision`` 0 and ``emit_row``, the
+(:meth:`wid.spec.base.WindowSpec.aggregate`) with ``revision`` 0 and ``emit_row``, the
 row_num of the arrival that fired the window (:func:`wid.bucket.spl.fired`,
 :func:`wid.bucket.flink.fired`): the tuple (count, delta, passive time policies) or the
 punctuation row (``punct()``, punctuation TPs) whose arrival fired it; for a time tick the

@@ -1,6 +1,6 @@
 """Batch replay: what a streaming WID query would have emitted, when, and what it missed.
 
-The query's window kind replays itself (:meth:`wid.spec.windows.WindowSpec.replay`): FCF
+The query's window kind replays itself (:meth:`wid.spec.base.WindowSpec.replay`): FCF
 windows by running maxima of the punctuations (:mod:`wid.stream.fcf_replay`), slide-by-tuple
 windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`), sessions
 by a scan per key (:mod:`wid.stream.session_replay`), SPL and Flink windows by their operator's
@@ -18,7 +18,7 @@ from wid.bucket.columns import EMIT_ROW, REVISION, in_order
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
-from wid.spec.windows import WindowSpec
+from wid.spec.base import WindowSpec
 from wid.stream.punctuation import Generator
 
 

@@ -1,0 +1,179 @@
+"""The window kind's base, :class:`WindowSpec`: what every kind states (its attribute, its
+extent) and the stages it knows (Bucket, Aggregate, replay, live mode), each family's code
+imported when called. The kinds: :mod:`wid.spec.windows` (context-free), :mod:`wid.spec.aware`
+(slide-by-tuple, sessions), :mod:`wid.spec.operational` (SPL, Flink).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import replace
+from fractions import Fraction
+from typing import ClassVar
+
+from pyspark.sql import Column, DataFrame
+
+from wid.errors import WidError
+from wid.spec.numbers import LIMIT, Number, clause_number, places, times
+
+
+class WindowSpec(ABC):
+    """A window kind. ``wattr`` is the attribute whose value ``x`` places a tuple.
+
+    The kind knows its own stages (as Beam's ``WindowFn.assign``): :meth:`bucket` tags the
+    tuples with ranges of window-ids, :meth:`aggregate` turns them into one row per window,
+    :meth:`replay` replays a query under punctuations. Each family's code lives in
+    :mod:`wid.bucket`, :mod:`wid.aggregate` and :mod:`wid.stream`, imported when called:
+    those stages depend on the specs, never the other way round at import time.
+    """
+
+    wattr: str
+    #: ``x`` is the 0-based arrival position (in ``wattr`` order), not a value.
+    positional: ClassVar[bool] = False
+    #: A tuple's last window-id is open until the stream ends (landmark: ``wids`` gives no ``wid_hi``).
+    open_end: ClassVar[bool] = False
+    #: The ids depend on ``x`` only through the window boundaries it passes (``floor(x/s)``),
+    #: so a double ``x`` may be replaced by ``floor(x * 10**places)``; not so for FCA ids (values).
+    floors: ClassVar[bool] = True
+    #: Columns the tagger adds that describe each window (one value per window), output after ``wid``.
+    extent_columns: ClassVar[tuple[str, ...]] = ()
+    #: The clause numbers, as ``(field, keyword)``: exact decimals, checked by the constructor.
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
+
+    def __post_init__(self) -> None:
+        for field, keyword in self.number_fields:
+            object.__setattr__(self, field, clause_number(keyword, getattr(self, field)))
+
+    @property
+    def partition(self) -> tuple[str, ...]:
+        """Attributes that split the stream before windowing (part of the window-id)."""
+        return ()
+
+    @property
+    def gaps(self) -> bool:
+        """Some values of ``x`` lie in no window (``wid_lo > wid_hi``)."""
+        return False
+
+    def grouped(self, keys: tuple[str, ...]) -> WindowSpec:
+        """The windows of a query grouped by the columns ``keys`` (the same, unless windows are per key)."""
+        return self
+
+    def extent(self, w):
+        """Half-open ``[start, end)`` of window ``w`` on ``x`` (``w`` an id, a Column or SQL text
+        :class:`wid.spec.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
+        return None
+
+    def scaled(self, factor: int) -> WindowSpec:
+        """The same windows when ``x`` is measured in units ``factor`` times finer."""
+        if not self.number_fields:
+            return self
+        return replace(self, **{field: times(getattr(self, field), factor) for field, _ in self.number_fields})
+
+    @property
+    def places(self) -> int:
+        """Decimal places of the clause numbers: ``scaled(10**places)`` has whole numbers only."""
+        return max((places(getattr(self, field)) for field, _ in self.number_fields), default=0)
+
+    @property
+    def limit(self) -> Number:
+        """Largest ``|x|`` (in ``x`` units) whose ids and ends stay exact longs."""
+        return LIMIT
+
+    @abstractmethod
+    def bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket: ``df``'s tuples with ``wid_lo``/``wid_hi``, the windows ``wid_lo <= w <= wid_hi``
+        holding each (tuples in no window are gone)."""
+
+    def bucket_sql(self, source: str, df: DataFrame) -> str:
+        """:meth:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
+        columns), for :func:`wid.to_sql`; kinds without a SQL form refuse, naming the alternative."""
+        raise WidError(f"{type(self).__name__} windows are not compiled to SQL: use a temporary view instead "
+                       "(wid.create_view, or CREATE TEMP VIEW v AS <query> through wid.run_sql / wid sql)")
+
+    @property
+    def sql_refusal(self) -> str | None:
+        """Why :func:`wid.to_sql` refuses this kind (its tagging runs Python), or None: it compiles."""
+        return None
+
+    def where_sql(self, tagged: str, condition: str) -> str:
+        """:meth:`where` as SQL over the query ``tagged``."""
+        return f"SELECT * FROM ({tagged}) WHERE {condition}"
+
+    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
+        """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
+        ``df``'s columns (the bucketed tuples of :meth:`bucket`, with the query's derived columns);
+        ``where``: the query has a WHERE (:meth:`where_sql`)."""
+        from wid.aggregate.range import range_aggregate_sql
+
+        return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields},
+                                   self.span)
+
+    @property
+    def span(self) -> int | None:
+        """The most window-ids one tuple's range holds (``wid_hi - wid_lo + 1``), when bounded: the
+        aggregate plans by it (short ranges skip the dyadic blocks); None: unbounded or unknown."""
+        return None
+
+    def closed(self, bound: Column) -> Column:
+        """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""
+        raise WidError(f"punctuations on wid need a window over a value attribute, not {type(self).__name__}")
+
+    def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
+        """Punctuations on ``wattr`` as punctuations on wid: adds ``wid_closed`` (:meth:`closed`)."""
+        from wid.bucket.fcf import bucket_punctuations
+
+        return bucket_punctuations(punctuations, self)
+
+    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
+        """The query's WHERE on bucketed tuples: only tuples where ``condition`` holds contribute
+        (after Bucket, so a ``ROWS`` window counts the positions of every tuple)."""
+        return tagged.where(condition)
+
+    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
+        """One row per ``(keys, wid)``: the window-agnostic range aggregate (:mod:`wid.aggregate.range`)
+        of ``aggregates`` (:class:`wid.aggregate.range.Aggregate`)."""
+        from wid.aggregate.range import range_aggregate
+
+        return range_aggregate(tagged, keys, aggregates, self.span)
+
+    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+        """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.CompiledQuery` of this kind)
+        under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
+        raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
+                       f"not {type(self).__name__}")
+
+
+    @property
+    def live(self) -> bool:
+        """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
+        formula of its own value (or, for ROWS windows, of its arrival position, counted as
+        tuples come), an open upper end closed at the end of the stream; or sessions, formed
+        per key as tuples come; or SPL and Flink windows, whose buffers it scans as tuples come."""
+        return False
+
+    @property
+    def unfinished(self) -> bool:
+        """Live mode's Bucket leaves some ids to its stateful step (:meth:`live_bucket`)."""
+        return self.positional or self.open_end
+
+    def live_bucket(self, df: DataFrame) -> DataFrame:
+        """Bucket on a stream that has not ended, for an :attr:`unfinished` kind: what the tuple
+        alone gives (see the subclasses)."""
+        raise WidError(f"live mode does not support {type(self).__name__} windows")
+
+    def live_scan(self, df: DataFrame):
+        """Live mode: the event-by-event scan (a :class:`wid.bucket.positions.LiveScan`) its
+        stateful step runs over :meth:`live_bucket` of ``df`` (operational windows: they fire as
+        the operator's buffers do); None: the step keeps panes of the tuples' ranges."""
+        return None
+
+    def live_step(self, compiled):
+        """Live mode: a stateful step of this kind's own, run over :meth:`live_bucket`'s tuples in
+        one bucket (slide-by-tuple windows: :class:`wid.stream.live_fca.SlideStep`); None: the
+        pane step, or :meth:`live_scan`'s or :meth:`sessions`'."""
+        return None
+
+    def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
+        """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)
+        when its stateful step forms this kind's windows as sessions per key; None: ranges."""
+        return None
