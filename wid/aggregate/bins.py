@@ -31,9 +31,23 @@ BATCH = 1 << 16
 _COMBINE = {"n": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
 
 
+def _combine(kind: str, dtype: np.dtype) -> np.ufunc:
+    """How two partials of ``kind`` combine, as Spark orders doubles (NaN above every number):
+    a max or sum with a NaN is NaN; a min skips NaNs (``fmin``), NaN only when all are.
+
+    >>> _combine("min", np.dtype(np.float64))(np.array([np.nan, 2.0]), np.array([1.5, np.nan])).tolist()
+    [1.5, 2.0]
+    """
+    return np.fmin if kind == "min" and dtype.kind == "f" else _COMBINE[kind]
+
+
 def _identity(kind: str, dtype: np.dtype):
+    """The partial of no value: 0, the type's largest (min) or least (max); a double min's is
+    NaN, which ``fmin`` skips (+inf would hide a min over NaNs only)."""
     if kind in ("n", "sum"):
         return dtype.type(0)
+    if kind == "min" and dtype.kind == "f":
+        return dtype.type(np.nan)
     big = np.iinfo(dtype).max if dtype.kind == "i" else np.inf
     return dtype.type(big if kind == "min" else -big)
 
@@ -100,7 +114,8 @@ class Bins:
         values = {name: (v[order], p[order]) for name, (v, p) in columns.items()}
         parts = reduce_at(self.partials, xs, es, values, self.pos[first:stop])
         for name, (kind, _, _) in self.partials.items():
-            self.state[name][first:stop] = _COMBINE[kind](self.state[name][first:stop], parts[name])
+            state = self.state[name]
+            state[first:stop] = _combine(kind, state.dtype)(state[first:stop], parts[name])
 
     def purge(self, bound: Number) -> None:
         """processpunctuation's purge once no window ``w < bound`` is read again: the bins below
@@ -166,7 +181,7 @@ def _range_reduce(kind: str, values: np.ndarray, present: np.ndarray, lo: np.nda
         prefix = np.concatenate([np.zeros(1, dtype=v.dtype), np.cumsum(v)])
         return prefix[hi] - prefix[lo]
     identity = _identity(kind, values.dtype)
-    op = _COMBINE[kind]
+    op = _combine(kind, values.dtype)
     table = [np.where(present, values, identity)]
     longest = int((hi - lo).max(initial=0))
     while (1 << len(table)) <= longest:  # levels up to the longest range only
