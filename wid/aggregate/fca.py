@@ -17,6 +17,7 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -162,10 +163,20 @@ def arrow_schema(schema: StructType) -> pa.Schema:
 
 
 def by_key(table: pa.Table, keys: list[str]) -> list[np.ndarray]:
-    """The row indices of each key partition of ``table``."""
+    """The row indices of each key partition of ``table``, as Spark groups: a NULL key and a NaN
+    key apart (pandas reads both as NaN, so a floating key is grouped with its NaN mask too).
+
+    >>> k = pa.array([float("nan"), None, 1.5, None], pa.float64())
+    >>> [rows.tolist() for rows in by_key(pa.table({"k": k}), ["k"])]
+    [[0], [1, 3], [2]]
+    """
     if not keys:
         return [np.arange(table.num_rows)]
-    return list(table.select(keys).to_pandas().groupby(keys, sort=False, dropna=False).indices.values())
+    frame = table.select(keys).to_pandas()
+    nans = {f"_wid_nan_{i}": pc.is_nan(table.column(k)).to_pandas() for i, k in enumerate(keys)
+            if pa.types.is_floating(table.column(k).type)}
+    frame = frame.assign(**nans)
+    return list(frame.groupby([*keys, *nans], sort=False, dropna=False).indices.values())
 
 
 def windows_of(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

@@ -22,9 +22,10 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_HI, WID_LO
+from wid.bucket.nan import NAN_KEY, NanFlags
 from wid.errors import WidError
 
 _ALL = "_wid_all"
@@ -80,7 +81,10 @@ def non_decreasing(df: DataFrame, attr: str, partition: tuple[str, ...]) -> bool
 
 def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.DataFrame], Tags]) -> DataFrame:
     """``df`` with ``wid_lo``/``wid_hi`` from ``tag`` on each partition's rows sorted by ``row_num``
-    (the whole stream when ``partition`` is empty): one Arrow grouped pass per partition."""
+    (the whole stream when ``partition`` is empty): one Arrow grouped pass per partition, which
+    gives back every NaN (pandas returns it as NULL: :mod:`wid.bucket.nan`)."""
+    nan = NanFlags.of(df.schema, df.columns)
+    df = nan.add(df)
     if not partition:
         df = df.withColumn(_ALL, F.lit(0))
     schema = StructType([*df.schema.fields, StructField(WID_LO, LongType()), StructField(WID_HI, LongType())])
@@ -93,7 +97,7 @@ def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.D
         lo, hi = tag(pdf)
         return pdf.assign(**{WID_LO: lo, WID_HI: hi})
 
-    return df.groupBy(*(partition or (_ALL,))).applyInPandas(run, schema).drop(_ALL)
+    return nan.restore(df.groupBy(*(partition or (_ALL,))).applyInPandas(run, schema).drop(_ALL))
 
 
 class Scanner(Protocol):
@@ -105,11 +109,14 @@ class Scanner(Protocol):
     def run(self) -> None: ...
 
 
-def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.DataFrame], Scanner]) -> DataFrame:
-    """``df`` tagged by the ``scanner`` made for each partition's rows (:func:`per_partition`)."""
+def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.DataFrame], Scanner],
+            keys: tuple[str, ...] = ()) -> DataFrame:
+    """``df`` tagged by the ``scanner`` made for each partition's rows (:func:`per_partition`);
+    ``keys``: the columns it keys buffers by, a NaN apart from NULL (:mod:`wid.bucket.nan`)."""
+    nan = NanFlags.of(df.schema, [k for k in keys if k not in partition])  # flags: per_partition's
 
     def tag(pdf: pd.DataFrame) -> Tags:
-        run = scanner(pdf)
+        run = scanner(nan.keyed(pdf))
         run.run()
         return run.lo, run.hi
 
@@ -148,10 +155,13 @@ class LiveScan:
     columns: tuple[str, ...]
     partition: tuple[str, ...]
     keys: tuple[str, ...]
+    nan: NanFlags = NanFlags({})
 
     def scanner(self, rows: pd.DataFrame) -> LiveScanner:
         """The scanner over ``rows``; key values as plain Python values (:func:`key_values`: a
-        key survives pickling in the state), pandas' nullable integers as numpy's (floats where NULL)."""
+        key survives pickling in the state; a NaN key, flagged by ``nan``, as
+        :data:`wid.bucket.nan.NAN_KEY`), pandas' nullable integers as numpy's (floats where NULL)."""
+        rows = self.nan.keyed(rows)
         rows = rows.assign(**{c: pd.Series(key_values(rows[c]), index=rows.index, dtype=object) for c in self.keys})
         for c in self.columns:
             if pd.api.types.is_integer_dtype(rows[c].dtype) and pd.api.types.is_extension_array_dtype(rows[c].dtype):
@@ -186,14 +196,20 @@ def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataF
     """Per window (``partition`` columns, ``wid``) its ``emit_row``: the row_num of the row whose
     arrival fired it (NULL: the end of the stream), from ``fired`` on the whole stream's rows
     sorted by ``row_num`` (one Arrow grouped pass: ticks and punctuations reach every partition)."""
-    schema = StructType([*(df.schema[c] for c in partition), StructField(WID, LongType()),
-                         StructField(EMIT_ROW, LongType())])
+    nan = NanFlags.of(df.schema, partition)  # a NaN key apart from NULL, its flag beside it
+    flags = [nan.flags.get(c) for c in partition]
+    schema = StructType([*(df.schema[c] for c in partition), *[StructField(f, IntegerType()) for f in flags if f],
+                         StructField(WID, LongType()), StructField(EMIT_ROW, LongType())])
+
+    def plain_key(key: tuple) -> tuple:
+        flagged = [int(v is NAN_KEY) if v is not None else None for v, f in zip(key, flags) if f]
+        return (*[float("nan") if v is NAN_KEY else v for v in key], *flagged)
 
     def run(pdf: pd.DataFrame) -> pd.DataFrame:
-        pdf = pdf.sort_values("row_num", kind="stable").reset_index(drop=True)
+        pdf = nan.keyed(pdf.sort_values("row_num", kind="stable").reset_index(drop=True))
         rows = pdf["row_num"].to_numpy()
-        out = [(*key, number, None if at is None else int(rows[at])) for key, number, at in fired(pdf)]
+        out = [(*plain_key(key), number, None if at is None else int(rows[at])) for key, number, at in fired(pdf)]
         frame = pd.DataFrame(out, columns=schema.names) if out else pd.DataFrame(columns=schema.names)
-        return frame.astype({WID: "int64", EMIT_ROW: "Int64"})
+        return frame.astype({WID: "int64", EMIT_ROW: "Int64", **{f: "Int32" for f in flags if f}})
 
-    return df.withColumn(_ALL, F.lit(0)).groupBy(_ALL).applyInPandas(run, schema)
+    return nan.restore(nan.add(df).withColumn(_ALL, F.lit(0)).groupBy(_ALL).applyInPandas(run, schema))

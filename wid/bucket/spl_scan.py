@@ -257,4 +257,4 @@ def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     partition eviction); punctuation rows stay (untagged) for the caller to drop."""
     scale = time_scale(df, ARRIVAL_TS) if T in df.columns else 1
     partition = () if spec.partition_eviction is not None else spec.partition_by
-    return scanned(df, partition, lambda pdf: Scanner(spec, pdf, scale))
+    return scanned(df, partition, lambda pdf: Scanner(spec, pdf, scale), spec.partition_by)

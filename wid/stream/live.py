@@ -43,12 +43,14 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.bucket.nan import NanFlags
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
 from wid.spec.base import WindowSpec
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
+from wid.stream.live_nan import nan_counts, nan_final
 from wid.stream.live_operational import OperationalProcessor
 from wid.stream.live_output import Live, views_of
 from wid.stream.live_processor import Stateful
@@ -155,7 +157,6 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marks = Marks(pattern=tuple(compiled.spec.partition), wildcard=False)
     else:
         marks = punctuation.marks(compiled) if punctuation is not None else Marks()
-    given = marks.given
     if spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (None, ""):
         spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
 
@@ -173,6 +174,19 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
     carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
+    nan = NanFlags.of(tagged.schema, carried)  # NULL and NaN apart in the Python step
+    compiled, tagged = replace(compiled, tagged=nan.add(compiled.tagged)), nan.add(tagged)
+    keys, carried = nan.keys(keys), [*carried, *nan.flags.values()]
+    counts, at = nan_counts(nan, compiled.aggregates), len(compiled.aggregates)
+    aggregates[at:at] = counts  # each value's NaNs, counted apart (pandas holds them as NULLs)
+    nans = {a.alias: F.col(a.partials(at + j)[0][0]) for j, a in enumerate(counts)}
+    if own is not None:  # its bins hold the counts too
+        own = compiled.spec.live_step(replace(compiled, aggregates=list(aggregates)))
+    carried_payload = [*payload, *[nan.flags[c] for c in payload if c in nan.flags]]
+    marks = _flagged(marks, nan)
+    given = marks.given
+    if scan is not None:
+        scan = replace(scan, nan=nan)
     kept = KEPT in tagged.columns  # ROWS, landmark and slide-by-tuple windows: tuples WHERE drops still count
     x = sessions[1] if sessions is not None else WID_X if own is not None else None  # bounds on x, else on ids
     closed_type = LongType() if x is None else bound_type(tagged, marks, x)
@@ -205,7 +219,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
         parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
                                                BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
-    layout = layout_of(compiled, keys, aggregates, marks, payload,
+    layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None, sessions, closed_type,
                      tagged.schema[WID_X].dataType if own is not None else LongType())
@@ -226,7 +240,18 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         extents = compiled.spec.live_extents(first, last, tagged)
     if own is not None:
         out = out.withColumn(WID, own.wid(F.col(WID)))
-    return views_of(compiled, out, payload, buckets, keys, extents)
+    keys = [k for k in keys if k not in nan.flags.values()]
+    return views_of(compiled, nan.restore(out), payload, buckets, keys, extents, partial(nan_final, nan, nans=nans))
+
+
+def _flagged(marks: Marks, nan: NanFlags) -> Marks:
+    """``marks`` whose pattern holds each flagged key's NaN flag next to it (the source's
+    punctuations carrying it), so that a bound on a NaN key and one on a NULL key stay apart."""
+    given = marks.given
+    if given is not None:
+        given = replace(given, frame=nan.add(given.frame), pattern=tuple(nan.keys(given.pattern)),
+                        shapes=tuple(tuple(nan.keys(shape)) for shape in given.shapes))
+    return replace(marks, pattern=tuple(nan.keys(marks.pattern)), given=given)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:

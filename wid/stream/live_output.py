@@ -4,6 +4,7 @@ partials, by Spark (:meth:`Aggregate.final`), and the streaming views a live que
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
@@ -39,11 +40,17 @@ def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
     return F.expr(text)
 
 
+#: An aggregate's result with what the partials left out (:meth:`wid.stream.live_nan.NanFlags.final`):
+#: ``(aggregate, result, argument's type) -> result``.
+Fold = Callable[[Aggregate, Column, DataType], Column]
+
+
 def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int, keys: list[str],
-              extents: dict[str, Column]) -> Live:
+             extents: dict[str, Column], fold: Fold) -> Live:
     """``frame``, ``results`` and ``late`` over the processor's output ``out`` (grouped by
-    ``keys``; ``extents``: the window's extent columns, sessions' from their partials); an
-    output name that is also a stream column reads the result's column on result rows."""
+    ``keys``; ``extents``: the window's extent columns, sessions' from their partials; ``fold``
+    finishes each aggregate); an output name that is also a stream column reads the result's
+    column on result rows."""
     is_result = F.col("kind") == "result"
     named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
     same = {name for c, name in compiled.output if c == name}
@@ -56,7 +63,8 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
     out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
                      *[e.alias(name) for name, e in extents.items()],
-                     *[_final(a, i, types.get(a.arg)).alias(a.alias) for i, a in enumerate(compiled.aggregates)])
+                     *[fold(a, _final(a, i, types.get(a.arg)), types.get(a.arg)).alias(a.alias)
+                       for i, a in enumerate(compiled.aggregates)])
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
