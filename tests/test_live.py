@@ -329,40 +329,47 @@ NAN = float("nan")
 #: Aggregates Spark finishes differently over NaN than over NULL: count counts it, sum, avg and max
 #: give NaN, min skips it unless every value is NaN.
 NAN_AGGREGATES = "count(*) AS n, count(v) AS c, sum(v) AS total, avg(v) AS mean, min(v) AS lo, max(v) AS hi"
+#: name -> (query, generator; "embedded": the stream's own punctuations).
 NAN_QUERIES = {
     "sliding": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [RANGE 6 SLIDE 2 WATTR x] GROUP BY k",
-                punctuate.slack(1), None),
+                "embedded"),
     "session": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [SESSION 2 WATTR x] GROUP BY k",
-                punctuate.slack(1), None),
+                punctuate.slack(1)),
     "slide_by_tuple": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [RANGE 4 RATTR x SLIDE 1 ROW SATTR row_num] "
-                       "GROUP BY k", punctuate.slack(1), None),
-    "spl": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [sliding, count(4), count(2), partitioned BY k]",
-            None, None),
+                       "GROUP BY k", punctuate.slack(1)),
+    "spl": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [sliding, count(4), count(2), partitioned BY k]", None),
 }
 
 
 def test_live_keeps_nan_apart_from_null_as_replay(spark, tmp_path):
     """A double key and a double value holding NaN, NULL and infinities: NaN is a key of its own
-    (Spark's GROUP BY), and an aggregate takes NaN as Spark does, though pandas reads NULL and NaN
-    alike; late rows carry NaN back. Live equals replay (results and late rows, NaN equal to NaN)
-    for panes (sliding, sessions), the slide-by-tuple bins and an SPL scan."""
+    (Spark's GROUP BY; a source punctuation on the NaN key binds it, one with a NULL key binds
+    every key), and an aggregate takes NaN as Spark does, though pandas reads NULL and NaN alike;
+    late rows carry NaN back. Live equals replay (results and late rows, NaN equal to NaN) for
+    panes (sliding windows under source punctuations, sessions under slack), the slide-by-tuple
+    bins and an SPL scan."""
     rnd = random.Random(3)
-    frame = spark.createDataFrame(
-        [(2 * i, rnd.choice([1.5, NAN, None]), i - (rnd.uniform(0, 12) if rnd.random() < 0.3 else 0.0),
-          rnd.choice([NAN, NAN, None, float("inf"), 1.25, -2.5, round(rnd.uniform(-9, 9), 3)])) for i in range(60)],
-        "row_num long, k double, x double, v double")
-    frame.createOrReplaceTempView(VIEW + "_nan")
-    source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2))
-    jobs = {name: live(spark, text, source, generator) for name, (text, generator, _) in NAN_QUERIES.items()}
+    rows = []
+    for i in range(60):
+        rows.append((2 * i, rnd.choice([1.5, NAN, None]), i - (rnd.uniform(0, 12) if rnd.random() < 0.3 else 0.0),
+                     rnd.choice([NAN, NAN, None, float("inf"), 1.25, -2.5, round(rnd.uniform(-9, 9), 3)]), False))
+        if i % 5 == 4:
+            rows.append((2 * i, [1.5, NAN, None][i % 3], i - 1.0, None, True))
+    frame = spark.createDataFrame(rows, f"row_num long, k double, x double, v double, {FLAG} boolean")
+    frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_nan")
+    static = punctuate.embedded(frame.where(F.col(FLAG)).select("row_num", "k", "x"))
+    tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2)))
+    jobs = {name: live(spark, text, tuples, punctuate.embedded(punctuations) if generator == "embedded" else generator)
+            for name, (text, generator) in NAN_QUERIES.items()}
     names = list(jobs)
     for wave in range(0, len(names), WAVE):
         started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in names[wave:wave + WAVE]]
         for query in started:
             live_run.run(query)
     late_nan = 0
-    for name, (text, generator, _) in NAN_QUERIES.items():
+    for name, (text, generator) in NAN_QUERIES.items():
         results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
-        expected = replay(spark, text, punctuation=generator)
+        expected = replay(spark, text, punctuation=static if generator == "embedded" else generator)
         assert results.where(F.isnan("k")).count() > 0 and results.where(F.isnan("total")).count() > 0
         assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True,
                            allow_nan_equality=True)

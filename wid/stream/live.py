@@ -222,7 +222,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None, sessions, closed_type,
-                     tagged.schema[WID_X].dataType if own is not None else LongType())
+                     tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))

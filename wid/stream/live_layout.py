@@ -35,10 +35,12 @@ def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
 
 def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks,
               payload: list[str], consistent: bool, on_all: bool, tagger: Tagger | None,
-              sessions: tuple[Fraction, str] | None, closed_type: DataType, wid_type: DataType = LongType()) -> Layout:
+              sessions: tuple[Fraction, str] | None, closed_type: DataType, wid_type: DataType = LongType(),
+              present: dict[str, str] | None = None) -> Layout:
     """The stateful step's view of the query (:class:`wid.stream.live_state.PaneProcessor`);
     state and output types as Spark's own (sessions: a pane is a key's open session; ``wid_type``:
-    the output window-id's, ``wid_x``'s for slide-by-tuple windows)."""
+    the output window-id's, ``wid_x``'s for slide-by-tuple windows; ``present``: as
+    :attr:`Bounds.present`)."""
     tagged = compiled.tagged
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern
@@ -53,7 +55,8 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
                          StructField(EMIT_ROW, LongType()), *parts])
     closed = StructType([StructField(SHAPE, IntegerType()), *typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, closed_type)])
-    bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard)
+    bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard,
+                    tuple((c, flag) for c, flag in (present or {}).items() if c in pattern))
     return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,

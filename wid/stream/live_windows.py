@@ -34,20 +34,31 @@ class Bounds:
     """Punctuations on the ``pattern`` columns, bound together in ``shapes`` (the columns a
     punctuation binds; the others NULL); ``wildcard``: a NULL binds every value, else it is a
     value of its own (one shape). A bound table holds the largest ``wid_closed`` per shape
-    (:data:`SHAPE`) and pattern value."""
+    (:data:`SHAPE`) and pattern value; ``present``: pattern columns whose NULL another column
+    tells (a NaN key, NaN in pandas as a NULL is, bound where its flag is not NULL:
+    :mod:`wid.bucket.nan`)."""
 
     pattern: tuple[str, ...]
     shapes: tuple[tuple[str, ...], ...]
     wildcard: bool = True
+    present: tuple[tuple[str, str], ...] = ()
 
     def of(self, punctuations: pd.DataFrame, shape: tuple[str, ...]) -> pd.DataFrame:
         """The punctuations whose bound pattern columns are exactly ``shape`` (all of them when
-        NULL is no wildcard)."""
+        NULL is no wildcard).
+
+        >>> bounds = Bounds(("k", "f"), (("k", "f"), ()), present=(("k", "f"),))  # f: k's NaN flag
+        >>> marks = pd.DataFrame({"k": [np.nan, np.nan, 1.5], "f": pd.array([1, None, 0], "Int32")})
+        >>> bounds.of(marks, ("k", "f")).index.tolist(), bounds.of(marks, ()).index.tolist()  # NaN key; wildcard
+        ([0, 2], [1])
+        """
         if not self.wildcard:
             return punctuations
         keep = np.ones(len(punctuations), dtype=bool)
+        present = dict(self.present)
         for c in self.pattern:
-            keep &= punctuations[c].notna().to_numpy() if c in shape else punctuations[c].isna().to_numpy()
+            bound = punctuations[present.get(c, c)].notna().to_numpy()
+            keep &= bound if c in shape else ~bound
         return punctuations[keep]
 
     def closed(self, frame: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
