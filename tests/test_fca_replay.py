@@ -264,3 +264,17 @@ def test_aggregates_the_bins_cannot_hold_are_refused(spark):
                    punctuate.slack(2))
     with pytest.raises(WidError, match="punctuation must come from wid.punctuate"):
         wid.replay(spark, query("FCA"), punctuation=3)
+
+
+@pytest.mark.parametrize("key, late", [(float("nan"), {4}), (None, {0, 2, 4, 6}), (2.0, set())],
+                         ids=["nan-key", "wildcard", "other-key"])
+def test_a_bound_on_the_nan_key_binds_that_key_alone(spark, key, late):
+    """A source punctuation far ahead on the NaN key makes that key's tuples late and no other's; on
+    NULL (the wildcard) every key's; on a key without tuples none (pandas reads NaN as NULL: the
+    key's NaN flag tells them apart, docs/semantics.md section 4)."""
+    spark.createDataFrame([(0, 1.5, 0.0, 1), (2, 1.5, 1.0, 2), (4, float("nan"), 2.0, 3), (6, 1.5, 3.0, 4)],
+                          "row_num long, k double, x double, v long").createOrReplaceTempView("nan_keys")
+    bound = spark.createDataFrame([(0, key, 100.0)], "row_num long, k double, x double")
+    out = wid.replay(spark, "SELECT k, count(*) AS n FROM nan_keys [RANGE 4 RATTR x SLIDE 1 ROW SATTR row_num] GROUP BY k",
+                     punctuate.embedded(bound))
+    assert {r.row_num for r in out.late.collect()} == late

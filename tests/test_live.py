@@ -336,7 +336,7 @@ NAN_QUERIES = {
     "session": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [SESSION 2 WATTR x] GROUP BY k",
                 punctuate.slack(1)),
     "slide_by_tuple": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [RANGE 4 RATTR x SLIDE 1 ROW SATTR row_num] "
-                       "GROUP BY k", punctuate.slack(1)),
+                       "GROUP BY k", "embedded"),
     "spl": (f"SELECT k, {NAN_AGGREGATES} FROM {VIEW}_nan [sliding, count(4), count(2), partitioned BY k]", None),
 }
 
@@ -347,7 +347,7 @@ def test_live_keeps_nan_apart_from_null_as_replay(spark, tmp_path):
     every key), and an aggregate takes NaN as Spark does, though pandas reads NULL and NaN alike;
     late rows carry NaN back. Live equals replay (results and late rows, NaN equal to NaN) for
     panes (sliding windows under source punctuations, sessions under slack), the slide-by-tuple
-    bins and an SPL scan."""
+    bins (source punctuations) and an SPL scan."""
     rnd = random.Random(3)
     rows = []
     for i in range(60):

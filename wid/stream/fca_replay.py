@@ -45,6 +45,7 @@ from wid.aggregate.fca import CHUNK_ROWS, Chunks, arrow_schema, bins_schema, chu
 from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X, attribute_type, id_units,
                                 rattr_value)
 from wid.bucket.fca import CHUNK, units
+from wid.bucket.nan import NanFlags
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
 from wid.stream.fca_scan import KIND, LATE, scanner
@@ -67,9 +68,11 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
                        "query the other aggregates with wid.query")
     r, dtype = units(tagged, spec)
     lag = _lag(tagged, spec, allowed_lateness)
-    chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
+    nan = NanFlags.of(tagged.schema, punctuations.pattern)  # a bound on a NaN key binds that key, not all
+    tagged, keys, punctuations = nan.add(tagged), nan.keys(keys), punctuations.flagged(nan)
+    chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
     consistent = punctuation is not None and punctuation.mode == "consistent"
     schema = bins_schema(tagged, r, keys, aggregates, numeric, StructField(EMIT_ROW, LongType()),
                          StructField(REVISION, LongType()), StructField(LATE, LongType()))
@@ -81,7 +84,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
                    arrow_schema(schema))
     out = events.groupBy(CHUNK).applyInArrow(scan, schema)
 
-    results = typed(out.where(F.col(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION)
+    results = nan.restore(typed(out.where(F.col(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION))
     source = tagged.sparkSession.table(compiled.query.source)
     pairs = out.where(F.col(LATE).isNotNull()).select(
         F.col(LATE).alias("row_num"), rattr_value(F.col(WID), dtype).alias(WID))

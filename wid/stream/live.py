@@ -174,19 +174,21 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
     carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
-    nan = NanFlags.of(tagged.schema, carried)  # NULL and NaN apart in the Python step
+    copies = {a: e.strip("`") for a, e in compiled.derived.items() if e.strip("`") in carried}  # a copied column
+    nan = NanFlags.of(tagged.schema, [c for c in carried if c not in copies])  # NULL and NaN apart in Python
+    flag_of = {**nan.flags, **{a: nan.flags[c] for a, c in copies.items() if c in nan.flags}}
     compiled, tagged = replace(compiled, tagged=nan.add(compiled.tagged)), nan.add(tagged)
     keys, carried = nan.keys(keys), [*carried, *nan.flags.values()]
-    counts, at = nan_counts(nan, compiled.aggregates), len(compiled.aggregates)
+    counts, at = nan_counts(flag_of, compiled.aggregates), len(compiled.aggregates)
     aggregates[at:at] = counts  # each value's NaNs, counted apart (pandas holds them as NULLs)
     nans = {a.alias: F.col(a.partials(at + j)[0][0]) for j, a in enumerate(counts)}
     if own is not None:  # its bins hold the counts too
         own = compiled.spec.live_step(replace(compiled, aggregates=list(aggregates)))
     carried_payload = [*payload, *[nan.flags[c] for c in payload if c in nan.flags]]
-    marks = _flagged(marks, nan)
+    marks = marks.flagged(nan)
     given = marks.given
     if scan is not None:
-        scan = replace(scan, nan=nan)
+        scan = replace(scan, nan=NanFlags({c: flag for c, flag in nan.flags.items() if c in scan.keys}))
     kept = KEPT in tagged.columns  # ROWS, landmark and slide-by-tuple windows: tuples WHERE drops still count
     x = sessions[1] if sessions is not None else WID_X if own is not None else None  # bounds on x, else on ids
     closed_type = LongType() if x is None else bound_type(tagged, marks, x)
@@ -241,17 +243,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if own is not None:
         out = out.withColumn(WID, own.wid(F.col(WID)))
     keys = [k for k in keys if k not in nan.flags.values()]
-    return views_of(compiled, nan.restore(out), payload, buckets, keys, extents, partial(nan_final, nan, nans=nans))
-
-
-def _flagged(marks: Marks, nan: NanFlags) -> Marks:
-    """``marks`` whose pattern holds each flagged key's NaN flag next to it (the source's
-    punctuations carrying it), so that a bound on a NaN key and one on a NULL key stay apart."""
-    given = marks.given
-    if given is not None:
-        given = replace(given, frame=nan.add(given.frame), pattern=tuple(nan.keys(given.pattern)),
-                        shapes=tuple(tuple(nan.keys(shape)) for shape in given.shapes))
-    return replace(marks, pattern=tuple(nan.keys(marks.pattern)), given=given)
+    return views_of(compiled, nan.restore(out), payload, buckets, keys, extents, partial(nan_final, flag_of, nans=nans))
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:

@@ -40,7 +40,7 @@ def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
     return F.expr(text)
 
 
-#: An aggregate's result with what the partials left out (:meth:`wid.stream.live_nan.NanFlags.final`):
+#: An aggregate's result with what the partials left out (:func:`wid.stream.live_nan.nan_final`):
 #: ``(aggregate, result, argument's type) -> result``.
 Fold = Callable[[Aggregate, Column, DataType], Column]
 

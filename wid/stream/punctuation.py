@@ -9,12 +9,13 @@ conversion of a bound on the window attribute to the window-ids it closes.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
+from wid.bucket.nan import NanFlags
 from wid.spec.numbers import floor_scaled
 
 
@@ -39,6 +40,12 @@ class Punctuations:
             frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
         return frame.select("row_num", *shape, WID_CLOSED)
 
+    def flagged(self, nan: NanFlags) -> Punctuations:
+        """These punctuations with each flagged pattern column's NaN flag beside it (pattern and
+        shapes), so that a bound on a NaN key and one on a NULL key (the wildcard) stay apart."""
+        return Punctuations(nan.add(self.frame), tuple(nan.keys(self.pattern)),
+                            tuple(tuple(nan.keys(shape)) for shape in self.shapes), self.wildcard)
+
 
 @dataclass(frozen=True)
 class Marks:
@@ -55,6 +62,11 @@ class Marks:
     pattern: tuple[str, ...] = ()
     given: Punctuations | None = None
     wildcard: bool = True
+
+    def flagged(self, nan: NanFlags) -> Marks:
+        """These marks with each flagged pattern column's NaN flag beside it (:meth:`Punctuations.flagged`)."""
+        return replace(self, pattern=tuple(nan.keys(self.pattern)),
+                       given=self.given.flagged(nan) if self.given is not None else None)
 
 
 class Generator(ABC):

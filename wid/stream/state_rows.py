@@ -15,6 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
 from wid.bucket.positions import plain
+from wid.errors import WidError
 
 #: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
 SESSIONS = "_wid_sessions"
@@ -99,13 +100,24 @@ class Frames:
     >>> again = Frames(frames.cell(), schemas)
     >>> again.get("n")["n"].tolist(), again.row("last"), again.row("top")
     ([9007199254740993], (7, None), None)
+    >>> Frames(frames.cell(), {"n": StructType([StructField("k", LongType()), StructField("n", LongType())])})
+    Traceback (most recent call last):
+    ...
+    wid.errors.WidError: the checkpoint's state has another layout (written by another query or an older wid): start the query with a fresh checkpoint
     """
 
     SCHEMA = StructType([StructField("frames", BinaryType())])
+    #: The entry holding each frame's column names, checked when the state is read back: state
+    #: written for another layout (another query, an older wid) is refused, never misread.
+    FIELDS = "_wid_fields"
 
     def __init__(self, cell: tuple[bytes | bytearray] | None, schemas: dict[str, StructType]) -> None:
         self.rows = frame_rows(cell[0]) if cell else {}
         self.schemas = schemas
+        fields = self.rows.pop(self.FIELDS, None)
+        if self.rows and fields != self._fields():
+            raise WidError("the checkpoint's state has another layout (written by another query or an older wid): "
+                           "start the query with a fresh checkpoint")
 
     def get(self, name: str) -> pd.DataFrame:
         """Frame ``name`` (empty, with its columns, when there is none)."""
@@ -124,5 +136,9 @@ class Frames:
         self.rows[name] = [value]
 
     def cell(self) -> tuple[bytes]:
-        """The value-state row holding every frame."""
-        return (pickle.dumps(self.rows, protocol=5),)  # fixed: a checkpoint outlives the Python that wrote it
+        """The value-state row holding every frame (and their column names)."""
+        # protocol fixed: a checkpoint outlives the Python that wrote it
+        return (pickle.dumps({**self.rows, self.FIELDS: self._fields()}, protocol=5),)
+
+    def _fields(self) -> dict[str, list[str]]:
+        return {name: schema.names for name, schema in self.schemas.items()}
