@@ -57,8 +57,9 @@ class NanFlags:
 
     def add(self, frame: DataFrame) -> DataFrame:
         """``frame`` with the flag of each of its flagged columns: 1 NaN, 0 a number, NULL NULL."""
-        return frame.withColumns({flag: F.when(F.col(c).isNotNull(), F.isnan(F.col(c)).cast("int"))
-                                  for c, flag in self.flags.items() if c in frame.columns})
+        flags = {flag: F.when(F.col(c).isNotNull(), F.isnan(F.col(c)).cast("int"))
+                 for c, flag in self.flags.items() if c in frame.columns}
+        return frame.withColumns(flags) if flags else frame  # Spark Connect refuses an empty withColumns
 
     def keys(self, keys: Iterable[str]) -> list[str]:
         """``keys`` with each flagged key's flag after it: groups that keep NULL and NaN apart."""
@@ -78,5 +79,7 @@ class NanFlags:
     def restore(self, frame: DataFrame) -> DataFrame:
         """``frame`` with NaN back in each flagged column where its flag is 1, without the flags."""
         present = {c: flag for c, flag in self.flags.items() if flag in frame.columns}
+        if not present:  # nor an empty drop
+            return frame
         return frame.withColumns({c: F.when(F.col(flag) == 1, F.lit(float("nan")).cast(frame.schema[c].dataType))
                                   .otherwise(F.col(c)) for c, flag in present.items()}).drop(*present.values())
