@@ -128,6 +128,7 @@ def test_spl_null_partition_values_are_one_partition(spark, dtype):
 NAN = float("nan")  # one object: the simulator's dicts find it by identity, as one key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("clause", ["tumbling, count(2) partitioned BY k",
                                     "tumbling, count(2) partitioned BY k, partitionCount(2)"])
 def test_spl_nan_partition_is_apart_from_the_null_one(spark, clause):
