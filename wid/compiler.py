@@ -21,7 +21,7 @@ from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Expr, Sql, null_like, quote
+from wid.spec.sqlexpr import Expr, Sql, column, null_like, quote
 from wid.spec.base import WindowSpec
 from wid.text import WindowQuery
 
@@ -159,7 +159,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     units = None
     if spec.extent(0) is not None:
         dtype = LongType() if spec.positional else attribute_type(source, spec.wattr)
-        units = (dtype, 1 if spec.positional else numeric_value(F.col(spec.wattr), dtype, spec.wattr)[1])
+        units = (dtype, 1 if spec.positional else numeric_value(column(spec.wattr), dtype, spec.wattr)[1])
     return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units)
 
 

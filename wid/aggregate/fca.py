@@ -37,8 +37,10 @@ from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes
+from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, as_number
+from wid.spec.sqlexpr import column
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000
@@ -66,8 +68,8 @@ def typed(out: DataFrame, tagged: DataFrame, dtype: DataType, keys: list[str], a
           *extra: str) -> DataFrame:
     """``keys``, ``wid`` as a value of the rattr's type ``dtype``, the aggregates typed as Spark's, ``extra``."""
     types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
-    return out.select(*keys, rattr_value(F.col(WID), dtype).alias(WID),
-                      *[F.col(f.name).cast(f.dataType) for f in types.fields], *extra)
+    return out.select(*map(column, keys), rattr_value(column(WID), dtype).alias(WID),
+                      *[column(f.name).cast(f.dataType) for f in types.fields], *map(column, extra))
 
 
 def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, np.dtype] | None:
@@ -122,11 +124,11 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     values = sorted({a.arg for a in aggregates if a.arg is not None})
     order = ["row_num"] if arrival and "row_num" in tagged.columns and "row_num" not in keys + values else []
     where = [contributes(tagged).alias(WID_IN)] if WID_IN in tagged.columns else []  # else all contribute
-    rows = chunked(tagged.select(*keys, *values, *order, WID_X, WID_HI, WID_WINDOW, *where), width)
-    rows = rows.select(*keys, *values, *order, WID_X, *where and [WID_IN],
-                       ((F.col(HOME) == 0) & F.col(WID_WINDOW)).alias(DEFINES), CHUNK)
+    rows = chunked(tagged.select(*map(column, [*keys, *values, *order]), WID_X, WID_HI, WID_WINDOW, *where), width)
+    rows = rows.select(*map(column, [*keys, *values, *order]), WID_X, *where and [WID_IN],
+                       ((column(HOME) == 0) & column(WID_WINDOW)).alias(DEFINES), CHUNK)
     if where:
-        rows = rows.where(F.col(WID_IN) | F.col(DEFINES))
+        rows = rows.where(column(WID_IN) | column(DEFINES))
     if low is None:
         return Chunks(rows, width, 0, -1)
     decimal = isinstance(tagged.schema[WID_X].dataType, DecimalType)
@@ -197,8 +199,9 @@ def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     schema = bins_schema(tagged, r, keys, aggregates, numeric)
     kinds = partials(aggregates, numeric)
     arrival = any(kind == "sum" and dtype.kind == "f" for kind, _, dtype in kinds.values())  # ties: arrival order
-    rows = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows, arrival).rows
-    return rows.groupBy(CHUNK).applyInArrow(_scanner(r, keys, aggregates, numeric, arrow_schema(schema)), schema)
+    rows, names = PlainNames.of(chunk_rows_of(tagged, r, keys, aggregates, chunk_rows, arrival).rows)
+    scan = _scanner(r, keys, aggregates, numeric, arrow_schema(schema))
+    return rows.groupBy(CHUNK).applyInArrow(lambda table: scan(names.arrow(table)), schema)
 
 
 def _scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: dict[str, np.dtype],

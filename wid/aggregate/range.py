@@ -35,6 +35,7 @@ from pyspark.sql.types import DataType, DecimalType, NumericType
 
 from wid.bucket.columns import WID
 from wid.errors import WidError
+from wid.spec.sqlexpr import columns, quote
 
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
@@ -60,13 +61,8 @@ _SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} +
 DECOMPOSABLE = ("count", "sum", "avg", "min", "max")
 
 
-def quoted(name: str) -> str:
-    """``name`` as a SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _as(sql: str, name: str) -> Column:
-    return F.expr(f"{sql} AS {quoted(name)}")
+    return F.expr(f"{sql} AS {quote(name)}")
 
 
 @dataclass(frozen=True)
@@ -85,7 +81,7 @@ class Aggregate:
 
     @property
     def _value(self) -> str:
-        return quoted(self.arg) if self.arg is not None else "1"
+        return quote(self.arg) if self.arg is not None else "1"
 
     def direct_sql(self) -> str:
         """The aggregate over plain rows, as SQL text (a user's expression parenthesised, a line
@@ -108,7 +104,7 @@ class Aggregate:
     def merge(self, index: int) -> list[tuple[str, str]]:
         """``(name, merge of the partials)`` for each partial state, as SQL text."""
         combine = {"min": "min", "max": "max"}.get(self.fn, "sum")
-        return [(name, f"{combine}({quoted(name)})") for name, _ in self.partials(index)]
+        return [(name, f"{combine}({quote(name)})") for name, _ in self.partials(index)]
 
     def final(self, index: int, dtype: DataType | None = None) -> str:
         """The aggregate from the merge of its partials, as SQL text, of Spark's own result type:
@@ -162,7 +158,7 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     types = {f.name: f.dataType for f in tagged.schema.fields}
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
-    names = [name for name, _ in partials]
+    names, keys = [name for name, _ in partials], columns(keys)
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     if short(span):
@@ -179,7 +175,7 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
     """The fallback: each tuple once per id of its range, then a plain group-by."""
     copies = tagged.withColumn(WID, F.expr(_IDS))
-    return copies.groupBy(*keys, WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
+    return copies.groupBy(*columns(keys), WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
 def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate],
@@ -187,9 +183,9 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
     quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
     blocks and ids, and the same result types."""
-    key = "".join(f"{quoted(k)}, " for k in keys)
+    key = "".join(f"{quote(k)}, " for k in keys)
     if not all(a.decomposable for a in aggregates):
-        return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quoted(a.alias)}' for a in aggregates)} "
+        return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quote(a.alias)}' for a in aggregates)} "
                 f"FROM (SELECT *, {_IDS} AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
@@ -204,5 +200,5 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
         blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
                   f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
         ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
-    finals = ", ".join(f"{a.final(i, types.get(a.arg))} AS {quoted(a.alias)}" for i, a in enumerate(aggregates))
+    finals = ", ".join(f"{a.final(i, types.get(a.arg))} AS {quote(a.alias)}" for i, a in enumerate(aggregates))
     return f"SELECT {key}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 
 from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value
 from wid.bucket.steps import Add, Step, Totals, staged
@@ -21,7 +20,7 @@ T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
 
 def time_scale(df: DataFrame, ts: str) -> int:
     """Factor from seconds to the units of the clock on column ``ts`` (10**6 for timestamps)."""
-    return numeric_value(F.col(ts), attribute_type(df, ts), ts)[1]
+    return numeric_value(column(ts), attribute_type(df, ts), ts)[1]
 
 
 def ticks(x: Expr, period: float) -> Expr:

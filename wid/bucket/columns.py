@@ -151,7 +151,7 @@ def exact_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
 def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
     """``frame`` (tuples or punctuations) whose ``row_num`` fails the query where it is NULL:
     an element without one has no place in the arrival order a replay reads."""
-    row_num = F.col("row_num")
+    row_num = column("row_num")
     message = F.lit(f"wid: a {element} with a NULL row_num: arrival order needs one")
     return frame.withColumn("row_num", F.when(row_num.isNull(), F.raise_error(message)).otherwise(row_num))
 
@@ -176,7 +176,7 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) ->
     bad = x.isNull()
     if nan:
         bad = bad | F.isnan(x)
-    row = F.coalesce(F.col("row_num").cast("string"), F.lit("NULL"))
+    row = F.coalesce(column("row_num").cast("string"), F.lit("NULL"))
     out = F.when(bad, F.raise_error(F.concat(F.lit(null), row)))
     if threshold is not None:
         message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), row)

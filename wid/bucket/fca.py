@@ -25,7 +25,7 @@ from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attri
                                 unranged)
 from wid.errors import WidError
 from wid.spec.numbers import Number
-from wid.spec.sqlexpr import Expr, Sql, call
+from wid.spec.sqlexpr import Expr, Sql, call, column
 from wid.spec.aware import SlideByTuple
 
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and its index among the
@@ -37,7 +37,7 @@ _SLICE, _BEFORE = "_wid_slice", "_wid_before"
 def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTuple]:
     """``(x, rattr type, spec in x's units)`` (:func:`rattr_units`)."""
     dtype = attribute_type(df, spec.rattr)
-    x, scaled = rattr_units(F.col(spec.rattr), dtype, spec)
+    x, scaled = rattr_units(column(spec.rattr), dtype, spec)
     return x, dtype, scaled
 
 
@@ -88,13 +88,13 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
     """``df`` plus ``wid_x``, the id range ``wid_lo = x``, ``wid_hi`` = :func:`end` and ``wid_window``."""
     x, dtype, scaled = ids(df, spec)
     tagged = df.withColumn(WID_X, x)
-    tagged = tagged.withColumn(WID_LO, F.col(WID_X)).withColumn(WID_HI, end(F.col(WID_X), scaled.range, dtype))
+    tagged = tagged.withColumn(WID_LO, column(WID_X)).withColumn(WID_HI, end(column(WID_X), scaled.range, dtype))
     if spec.every == 1:
         return tagged.withColumn(WID_WINDOW, F.lit(True))
     attribute_type(df, "row_num")
     order = [WID_X, "row_num"] if spec.ranked else ["row_num"]
     return positioned(tagged, order, "_wid_pos").withColumn(
-        WID_WINDOW, F.col("_wid_pos") % F.lit(spec.every) == spec.every - 1).drop("_wid_pos")
+        WID_WINDOW, column("_wid_pos") % F.lit(spec.every) == spec.every - 1).drop("_wid_pos")
 
 
 def live_bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
@@ -125,7 +125,7 @@ def positioned(df: DataFrame, order: list[str], out: str, name: str | None = Non
     ``order`` fails the query naming the last column (as ``name``, by default its own). The
     range is read now (one job), so a failing check on the column is a plain Spark error."""
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    lead = F.col(order[0]).cast("double")
+    lead = column(order[0]).cast("double")
     low, high = df.agg(F.min(lead), F.max(lead)).first()  # a job of its own: checks on x fail here, plainly
     width = (high - low) / slices if low is not None else 0
     piece = F.least(F.floor((lead - F.lit(low)) / F.lit(width)), F.lit(slices - 1)) if width > 0 else F.lit(0)
@@ -133,7 +133,7 @@ def positioned(df: DataFrame, order: list[str], out: str, name: str | None = Non
     before = cut.groupBy(_SLICE).count().select(_SLICE, F.coalesce(F.sum("count").over(
         Window.orderBy(_SLICE).rowsBetween(Window.unboundedPreceding, -1)), F.lit(0)).alias(_BEFORE))
     within = position([_SLICE], order, name or order[-1])
-    return (cut.join(F.broadcast(before), _SLICE).withColumn(out, (F.col(_BEFORE) + within).cast("long"))
+    return (cut.join(F.broadcast(before), _SLICE).withColumn(out, (column(_BEFORE) + within).cast("long"))
             .drop(_SLICE, _BEFORE))
 
 
@@ -147,11 +147,11 @@ def chunked(tagged: DataFrame, width: Number) -> DataFrame:
     """Each tuple once per chunk ``c`` (windows ``c*width <= w < (c+1)*width``) its range
     ``[x, wid_hi)`` meets (and the chunk of ``wid_hi``: a superset); ``_wid_home`` numbers
     them from 0, the chunk holding ``x`` itself."""
-    first = chunk_of(F.col(WID_X), width)
-    last = chunk_of(F.col(WID_HI), width)
+    first = chunk_of(column(WID_X), width)
+    last = chunk_of(column(WID_HI), width)
     return tagged.select("*", F.posexplode(F.sequence(first, last)).alias(HOME, CHUNK))
 
 
 def contributes(tagged: DataFrame) -> Column:
     """``wid_in`` (NULL: false), or true when the query has no WHERE."""
-    return F.coalesce(F.col(WID_IN), F.lit(False)) if WID_IN in tagged.columns else F.lit(True)
+    return F.coalesce(column(WID_IN), F.lit(False)) if WID_IN in tagged.columns else F.lit(True)

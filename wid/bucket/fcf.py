@@ -18,7 +18,7 @@ from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_typ
                                 unranged)
 from wid.bucket.fca import positioned
 from wid.errors import WidError
-from wid.spec.sqlexpr import Sql
+from wid.spec.sqlexpr import Sql, column
 from wid.spec.base import WindowSpec
 
 
@@ -50,7 +50,7 @@ def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFram
         end = tagged.agg(F.expr(str(ids.wids(Sql(f"max({WID_X})"))[0]))).first()[0]
         return tagged.withColumn(WID_LO, F.expr(str(lo))).withColumn(WID_HI, F.lit(end).cast("long"))
     tagged = tagged.withColumns({WID_LO: F.expr(str(lo)), WID_HI: F.expr(str(hi))})
-    return tagged.where(F.col(WID_LO) <= F.col(WID_HI)) if spec.gaps else tagged
+    return tagged.where(column(WID_LO) <= column(WID_HI)) if spec.gaps else tagged
 
 
 def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -58,7 +58,7 @@ def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
     the largest window whose extent end ``(w+1)s <= bound``."""
     if spec.positional:
         raise WidError("punctuations on a ROWS window are implied by arrival order; give them on a value attribute")
-    bound, factor = id_units(F.col(spec.wattr), attribute_type(punctuations, spec.wattr), spec)
+    bound, factor = id_units(column(spec.wattr), attribute_type(punctuations, spec.wattr), spec)
     return punctuations.withColumn(WID_CLOSED, spec.scaled(factor).closed(bound))
 
 

@@ -17,7 +17,6 @@ from functools import partial
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, NumericType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
@@ -44,7 +43,7 @@ def _checked(df: DataFrame, spec: Discretization) -> DataFrame:
             dtype = attribute_type(df, attr)
             if not isinstance(dtype, NumericType):
                 raise WidError(f"delta attribute {attr!r} must be numeric, not {dtype.simpleString()}")
-            df = df.withColumn(attr, checked(F.col(attr), dtype, attr))
+            df = df.withColumn(attr, checked(column(attr), dtype, attr))
         marker = getattr(policy, "marker", None)
         if marker is not None and not isinstance(attribute_type(df, marker), BooleanType):
             raise WidError(f"punctuation marker column {marker!r} must be boolean")

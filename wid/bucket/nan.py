@@ -28,6 +28,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
+from wid.spec.sqlexpr import column
+
 
 class _NanKey:
     """A NaN key value in a Python scan: equal to itself only (a float NaN is not)."""
@@ -57,7 +59,7 @@ class NanFlags:
 
     def add(self, frame: DataFrame) -> DataFrame:
         """``frame`` with the flag of each of its flagged columns: 1 NaN, 0 a number, NULL NULL."""
-        flags = {flag: F.when(F.col(c).isNotNull(), F.isnan(F.col(c)).cast("int"))
+        flags = {flag: F.when(column(c).isNotNull(), F.isnan(column(c)).cast("int"))
                  for c, flag in self.flags.items() if c in frame.columns}
         return frame.withColumns(flags) if flags else frame  # Spark Connect refuses an empty withColumns
 
@@ -81,5 +83,5 @@ class NanFlags:
         present = {c: flag for c, flag in self.flags.items() if flag in frame.columns}
         if not present:  # nor an empty drop
             return frame
-        return frame.withColumns({c: F.when(F.col(flag) == 1, F.lit(float("nan")).cast(frame.schema[c].dataType))
-                                  .otherwise(F.col(c)) for c, flag in present.items()}).drop(*present.values())
+        return frame.withColumns({c: F.when(column(flag) == 1, F.lit(float("nan")).cast(frame.schema[c].dataType))
+                                  .otherwise(column(c)) for c, flag in present.items()}).drop(*present.values())

@@ -26,7 +26,9 @@ from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_HI, WID_LO
 from wid.bucket.nan import NAN_KEY, NanFlags
+from wid.bucket.plain import PlainNames
 from wid.errors import WidError
+from wid.spec.sqlexpr import column, columns
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]
@@ -75,8 +77,8 @@ def ranges(fires: np.ndarray, last: np.ndarray, end_emits: bool = False) -> Tags
 
 def non_decreasing(df: DataFrame, attr: str, partition: tuple[str, ...]) -> bool:
     """Whether ``attr`` never decreases in ``row_num`` order within a partition (one Spark job)."""
-    previous = F.lag(attr).over(Window.partitionBy(*partition).orderBy("row_num"))
-    return df.select((F.col(attr) < previous).alias("_wid_down")).where("_wid_down").limit(1).count() == 0
+    previous = F.lag(column(attr)).over(Window.partitionBy(*columns(partition)).orderBy("row_num"))
+    return df.select((column(attr) < previous).alias("_wid_down")).where("_wid_down").limit(1).count() == 0
 
 
 def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.DataFrame], Tags]) -> DataFrame:
@@ -97,7 +99,9 @@ def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.D
         lo, hi = tag(pdf)
         return pdf.assign(**{WID_LO: lo, WID_HI: hi})
 
-    return nan.restore(df.groupBy(*(partition or (_ALL,))).applyInPandas(run, schema).drop(_ALL))
+    df, names = PlainNames.of(df)
+    grouped = df.groupBy(*[names.column(c) for c in partition or (_ALL,)])
+    return nan.restore(grouped.applyInPandas(lambda pdf: run(names.pandas(pdf)), schema).drop(_ALL))
 
 
 class Scanner(Protocol):
@@ -212,4 +216,5 @@ def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataF
         frame = pd.DataFrame(out, columns=schema.names) if out else pd.DataFrame(columns=schema.names)
         return frame.astype({WID: "int64", EMIT_ROW: "Int64", **{f: "Int32" for f in flags if f}})
 
-    return nan.restore(nan.add(df).withColumn(_ALL, F.lit(0)).groupBy(_ALL).applyInPandas(run, schema))
+    df, names = PlainNames.of(nan.add(df).withColumn(_ALL, F.lit(0)))
+    return nan.restore(df.groupBy(_ALL).applyInPandas(lambda pdf: run(names.pandas(pdf)), schema))

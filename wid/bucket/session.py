@@ -24,7 +24,6 @@ from decimal import Decimal
 from fractions import Fraction
 
 from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, FloatType, IntegralType, TimestampNTZType,
                                TimestampType)
 
@@ -143,7 +142,7 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)
-    x, _ = numeric_value(F.col(spec.wattr), dtype, spec.wattr)
+    x, _ = numeric_value(column(spec.wattr), dtype, spec.wattr)
     return unranged(df, {WID_X: checked(x, dtype, spec.wattr)})
 
 

@@ -28,7 +28,6 @@ from functools import partial
 from typing import Literal
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
@@ -70,7 +69,7 @@ def _prepared(df: DataFrame, spec: SplWindow, live: bool = False) -> tuple[DataF
     for role, policy in zip(("eviction", "trigger"), spec.policies):
         if isinstance(policy, Delta):
             dtype = attribute_type(df, policy.attr)
-            value, factor = numeric_value(F.col(policy.attr), dtype, policy.attr)
+            value, factor = numeric_value(column(policy.attr), dtype, policy.attr)
             hidden = _DELTA + policy.attr
             df = df.withColumn(hidden, checked(value, dtype, policy.attr))
             spec = replace(spec, **{role: Delta(hidden, scaled(policy.delta, factor))})

@@ -93,7 +93,7 @@ def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str |
     if len(words) == 1 and re.fullmatch(r"[^\W\d]\w*|`(?:[^`]|``)+`", words[0]):
         return column_name(words[0])
     if keyword == "SATTR" and len(words) == 4 and words[0].lower() == "rank" and words[1] == "(" and words[3] == ")":
-        return f"rank({words[2]})"
+        return f"rank({column_name(words[2])})"
     raise WidError(f"{keyword} needs a column name, got {' '.join(words) or 'nothing'} in [{clause}]")
 
 

@@ -5,6 +5,8 @@ Grammar of the text inside ``[...]`` (keywords case-insensitive, items comma-sep
     tumbling, <policy> [partitioned BY col[, col]] [, <partition eviction>] [, <option>]
     sliding, <eviction> [, <trigger>] [partitioned BY col[, col]] [, <partition eviction>] [, <option>]
 
+    col, attr, marker := a plain name (letters, digits, _) or a `back-quoted` one (any characters)
+
     policy     := count(n) | delta(attr, d) | time(p) | punct([marker])   (punct: tumbling only)
     trigger    := count(n) | delta(attr, d) | time(p)                    (default count(1))
     partition eviction := partitionAge(s) | partitionCount(c) | tupleCount(t)
@@ -243,10 +245,36 @@ class Sliding(SplWindow):
 # --- parser -------------------------------------------------------------------------------
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+_NAME = rf"(?:`(?:[^`]|``)+`|{_IDENT}\b)"
 _PARTITIONED = re.compile(
-    rf"\bpartitioned\b(?:\s+by\s+({_IDENT}\b(?!\s*\()(?:\s*,\s*{_IDENT}\b(?!\s*\())*))?", re.IGNORECASE
+    rf"\bpartitioned\b(?:\s+by\s+({_NAME}(?!\s*\()(?:\s*,\s*{_NAME}(?!\s*\())*))?", re.IGNORECASE
 )
 _CALL = re.compile(rf"({_IDENT})\s*\(\s*(.*?)\s*\)", re.DOTALL)
+
+
+def _items(text: str) -> list[str]:
+    """``text`` split at its commas outside parentheses and back quotes, each item stripped.
+
+    >>> _items("delta(`a,b`, 5), count(2)")
+    ['delta(`a,b`, 5)', 'count(2)']
+    """
+    items, depth, quoted, start = [], 0, False, 0
+    for i, ch in enumerate(text):
+        if ch == "`":
+            quoted = not quoted  # a doubled back quote inside a name toggles twice
+        elif not quoted and ch in "()":
+            depth += 1 if ch == "(" else -1
+        elif not quoted and depth == 0 and ch == ",":
+            items.append(text[start:i].strip())
+            start = i + 1
+    return [*items, text[start:].strip()]
+
+
+def _name(text: str) -> str | None:
+    """The column ``text`` names (plain, or back-quoted: unquoted, a doubled back quote single), else None."""
+    if not re.fullmatch(_NAME, text):
+        return None
+    return text[1:-1].replace("``", "`") if text.startswith("`") else text
 
 
 def is_spl(clause: str) -> bool:
@@ -264,21 +292,21 @@ def _policy(item: str, clause: str) -> Policy | PartitionEviction | tuple[str, b
     match = _CALL.fullmatch(item.strip())
     if match is None:
         raise WidError(f"expected a policy like count(4), got {item.strip()!r} in [{clause}]")
-    name, args = match.group(1).lower(), [a.strip() for a in match.group(2).split(",")] if match.group(2) else []
+    name, args = match.group(1).lower(), _items(match.group(2)) if match.group(2) else []
     arity = {"count": 1, "time": 1, "delta": 2, "partitionage": 1, "partitioncount": 1, "tuplecount": 1,
              "aggregatepartialwindows": 1, "aggregateincompletewindows": 1}
     if name == "punct":
-        if len(args) > 1 or (args and not re.fullmatch(_IDENT, args[0])):
+        if len(args) > 1 or (args and _name(args[0]) is None):
             raise WidError(f"punct() takes no argument or a marker column, got {item.strip()!r} in [{clause}]")
-        return Punct(*args)
+        return Punct(*map(_name, args))
     if name not in arity:
         raise WidError(f"unknown policy {match.group(1)!r} in [{clause}]")
     if len(args) != arity[name]:
         raise WidError(f"{match.group(1)} takes {arity[name]} argument(s), got {item.strip()!r} in [{clause}]")
     if name == "delta":
-        if not re.fullmatch(_IDENT, args[0]):
+        if (attr := _name(args[0])) is None:
             raise WidError(f"delta(attr, d) needs a column name, got {args[0]!r} in [{clause}]")
-        return Delta(args[0], number(args[1], "delta", clause))
+        return Delta(attr, number(args[1], "delta", clause))
     if name.startswith("aggregate"):
         return name, _flag(args[0], match.group(1), clause)
     value = number(args[0], match.group(1), clause)
@@ -301,9 +329,9 @@ def parse_spl(clause: str) -> SplWindow:
     if found:
         if found[0].group(1) is None:
             raise WidError(f"name the partition attribute: partitioned BY col in [{clause}]")
-        partition_by = tuple(c.strip() for c in found[0].group(1).split(","))
+        partition_by = tuple(_name(c) for c in _items(found[0].group(1)))
         body = clause[: found[0].start()] + "," + clause[found[0].end():]
-    items = [i.strip() for i in re.split(r",(?![^()]*\))", body) if i.strip()]
+    items = [i for i in _items(body) if i]
     kind = items.pop(0).lower()
     policies: list[Policy] = []
     eviction: PartitionEviction | None = None

@@ -150,8 +150,14 @@ Expr = Column | Sql
 
 
 def column(name: str) -> Column:
-    """The column ``name`` (any characters: spaces, back quotes, dots)."""
+    """The column ``name`` (any characters: spaces, back quotes, dots; ``F.col`` would read
+    ``a.b`` as field ``b`` of ``a``)."""
     return F.col(quote(name))
+
+
+def columns(names: Sequence[str]) -> list[Column]:
+    """:func:`column` of each name, for ``select``, ``groupBy`` and ``partitionBy``."""
+    return [column(n) for n in names]
 
 
 def call(name: str, *args: Any, like: Expr | None = None) -> Any:

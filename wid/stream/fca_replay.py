@@ -46,10 +46,12 @@ from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X, attr
                                 rattr_value)
 from wid.bucket.fca import CHUNK, units
 from wid.bucket.nan import NanFlags
+from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
 from wid.stream.fca_scan import KIND, LATE, scanner
 from wid.stream.punctuation import Generator, Punctuations
+from wid.spec.sqlexpr import column, columns
 
 _LAST = "_wid_last"
 
@@ -69,7 +71,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     r, dtype = units(tagged, spec)
     lag = _lag(tagged, spec, allowed_lateness)
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
-        tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
+        tagged.select("row_num", column(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     nan = NanFlags.of(tagged.schema, punctuations.pattern)  # a bound on a NaN key binds that key, not all
     tagged, keys, punctuations = nan.add(tagged), nan.keys(keys), punctuations.flagged(nan)
     chunks = chunk_rows_of(tagged, r, keys, aggregates, chunk_rows)
@@ -82,13 +84,14 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     events = chunks.rows.withColumn(KIND, F.lit(0)).unionByName(marks, allowMissingColumns=True)
     scan = scanner(r, keys, aggregates, numeric, punctuations.pattern, punctuations.wildcard, consistent, lag,
                    arrow_schema(schema))
-    out = events.groupBy(CHUNK).applyInArrow(scan, schema)
+    events, names = PlainNames.of(events)
+    out = events.groupBy(CHUNK).applyInArrow(lambda table: scan(names.arrow(table)), schema)
 
-    results = nan.restore(typed(out.where(F.col(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION))
+    results = nan.restore(typed(out.where(column(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION))
     source = tagged.sparkSession.table(compiled.query.source)
-    pairs = out.where(F.col(LATE).isNotNull()).select(
-        F.col(LATE).alias("row_num"), rattr_value(F.col(WID), dtype).alias(WID))
-    return results, source.join(pairs, "row_num").select(*source.columns, WID)
+    pairs = out.where(column(LATE).isNotNull()).select(
+        column(LATE).alias("row_num"), rattr_value(column(WID), dtype).alias(WID))
+    return results, source.join(pairs, "row_num").select(*columns(source.columns), WID)
 
 
 def _lag(tagged: DataFrame, spec, allowed_lateness: Number) -> Number:
@@ -97,7 +100,7 @@ def _lag(tagged: DataFrame, spec, allowed_lateness: Number) -> Number:
     if not allowed_lateness:
         return 0
     dtype = attribute_type(tagged, spec.rattr)
-    lag = times(as_number(allowed_lateness, "allowed_lateness"), id_units(F.col(spec.rattr), dtype, spec)[1])
+    lag = times(as_number(allowed_lateness, "allowed_lateness"), id_units(column(spec.rattr), dtype, spec)[1])
     if isinstance(dtype, (FloatType, DoubleType)) and Decimal(float(lag)) != lag:
         raise WidError(f"allowed_lateness {allowed_lateness} is not a binary fraction, so w < bound - L on the "
                        f"double {spec.rattr!r} cannot be decided exactly: give one such as 0.5, or CAST "
@@ -111,16 +114,16 @@ def _marks(punctuations: Punctuations, chunks: Chunks, lag: Number = 0) -> DataF
     the first one whose bound passes it (it closes all its windows). With ``lag``: the same
     for the bounds ``b - lag`` (the keys' bounds before a tuple, from a superset of either
     selection, compare alike with the chunk's values)."""
-    frame = punctuations.frame.select("row_num", *punctuations.pattern, WID_CLOSED)  # bounds of x's type
-    bound = F.col(WID_CLOSED) - F.lit(lag) if lag else F.col(WID_CLOSED)
+    frame = punctuations.frame.select("row_num", *columns(punctuations.pattern), WID_CLOSED)  # bounds of x's type
+    bound = column(WID_CLOSED) - F.lit(lag) if lag else column(WID_CLOSED)
     last = (F.ceil(bound / F.lit(chunks.width)) - 1).cast("long")  # the chunk of w just below b
     own = frame.withColumn(CHUNK, F.explode(F.array(last - 1, last, last + 1))).where(  # (a chunk of margin:
         # chunk_of may round) tuples reach r < width below
-        F.col(CHUNK).between(chunks.first, chunks.last))
-    firsts = frame.withColumn(_LAST, last).groupBy(*punctuations.pattern, _LAST).agg(
+        column(CHUNK).between(chunks.first, chunks.last))
+    firsts = frame.withColumn(_LAST, last).groupBy(*columns(punctuations.pattern), _LAST).agg(
         F.min_by(WID_CLOSED, "row_num").alias(WID_CLOSED), F.min("row_num").alias("row_num"))
-    passing = firsts.where(F.col(_LAST) > chunks.first).withColumn(
-        CHUNK, F.explode(F.sequence(F.lit(chunks.first).cast("long"), F.least(F.col(_LAST) - 1, F.lit(chunks.last)))))
+    passing = firsts.where(column(_LAST) > chunks.first).withColumn(
+        CHUNK, F.explode(F.sequence(F.lit(chunks.first).cast("long"), F.least(column(_LAST) - 1, F.lit(chunks.last)))))
     return own.unionByName(passing.drop(_LAST)).withColumn(KIND, F.lit(1))
 
 

@@ -31,6 +31,7 @@ from wid.spec.numbers import Number, as_number, times
 from wid.spec.windows import ContextFree
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.scan import before
+from wid.spec.sqlexpr import column, columns
 
 _C, _AT = "_wid_c", "_wid_at"
 _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
@@ -39,7 +40,7 @@ _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
 def _implied(compiled: CompiledQuery) -> Punctuations:
     """ROWS windows: the tuple at position x closes window floor((x+1)/s) - 1 of its partition."""
     names = tuple(compiled.spec.partition)
-    frame = compiled.tagged.select("row_num", *names, compiled.spec.implied(F.col(WID_X)).alias(WID_CLOSED))
+    frame = compiled.tagged.select("row_num", *columns(names), compiled.spec.implied(column(WID_X)).alias(WID_CLOSED))
     return Punctuations(frame, names, (names,), wildcard=False)  # a NULL partition is a partition
 
 
@@ -47,7 +48,7 @@ def _first(punctuations: Punctuations, shape: tuple[str, ...]) -> DataFrame:
     """Per (``shape`` keys, ``wid_closed`` = c): ``row_num`` = the first punctuation closing c.
     Small (one row per window and key), and all a replay needs of the punctuations: the
     running max of ``wid_closed`` at row r is max{c : first(c) <= r}."""
-    return punctuations.shaped(shape).groupBy(*shape, WID_CLOSED).agg(F.min("row_num").alias("row_num"))
+    return punctuations.shaped(shape).groupBy(*columns(shape), WID_CLOSED).agg(F.min("row_num").alias("row_num"))
 
 
 def _closed_at_arrival(tagged: DataFrame, punctuations: Punctuations, into: str = _C) -> DataFrame:
@@ -64,8 +65,8 @@ def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
     row's wid or a later one (a suffix min in wid order: a min over ``-c < 1 - wid``)."""
     out = results.withColumn(EMIT_ROW, F.lit(None).cast("long"))
     for i, shape in enumerate(punctuations.shapes):
-        closing = _first(punctuations, shape).select(*shape, (-F.col(WID_CLOSED)).alias(_AT), "row_num")
-        out = (before(out, closing, "row_num", f"_wid_e{i}", shape, order=_AT, at=1 - F.col(WID), agg="min")
+        closing = _first(punctuations, shape).select(*columns(shape), (-column(WID_CLOSED)).alias(_AT), "row_num")
+        out = (before(out, closing, "row_num", f"_wid_e{i}", shape, order=_AT, at=1 - column(WID), agg="min")
                .withColumn(EMIT_ROW, F.least(EMIT_ROW, f"_wid_e{i}")).drop(f"_wid_e{i}"))
     return out
 
@@ -96,19 +97,19 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     if allowed_lateness and punctuation is not None:
         lagged = replace(compiled, spec=Lagged(spec, allowed_lateness))
         arrived, purged = _closed_at_arrival(arrived, punctuation.punctuations(lagged), _CL), _CL
-    late_any = F.col(purged).isNotNull() & (F.col(purged) >= F.col(WID_LO))
+    late_any = column(purged).isNotNull() & (column(purged) >= column(WID_LO))
     kept = arrived.where(~late_any) if consistent else arrived
-    on_time = kept.withColumn(WID_LO, F.greatest(WID_LO, F.col(_C) + 1)).where(F.col(WID_LO) <= F.col(WID_HI))
+    on_time = kept.withColumn(WID_LO, F.greatest(WID_LO, column(_C) + 1)).where(column(WID_LO) <= column(WID_HI))
     aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates)
     emitted = _emit_rows(aggregated, punctuations).withColumn(REVISION, F.lit(0).cast("long"))
     if purged != _C:
-        allowed = kept.withColumn(WID_LO, F.greatest(WID_LO, F.col(purged) + 1)).withColumn(
-            WID_HI, F.least(WID_HI, _C)).where(F.col(_C).isNotNull() & (F.col(WID_LO) <= F.col(WID_HI)))
+        allowed = kept.withColumn(WID_LO, F.greatest(WID_LO, column(purged) + 1)).withColumn(
+            WID_HI, F.least(WID_HI, _C)).where(column(_C).isNotNull() & (column(WID_LO) <= column(WID_HI)))
         emitted = emitted.unionByName(_revisions(on_time, allowed, compiled))
 
-    late_hi = F.when(F.lit(consistent), F.col(WID_HI)).otherwise(F.least(WID_HI, purged))
+    late_hi = F.when(F.lit(consistent), column(WID_HI)).otherwise(F.least(WID_HI, purged))
     source = tagged.sparkSession.table(compiled.query.source).columns
-    late = arrived.where(late_any).select(*source, F.explode(F.sequence(WID_LO, late_hi)).alias(WID))
+    late = arrived.where(late_any).select(*columns(source), F.explode(F.sequence(WID_LO, late_hi)).alias(WID))
     return emitted, late
 
 
@@ -141,17 +142,17 @@ def _revisions(on_time: DataFrame, allowed: DataFrame, compiled: CompiledQuery) 
     ids: on-time contributions cover ``[0, R]``, the k-th late one ``[k, R]`` (R late ones), and
     ``emit_row`` = the largest row_num of the late ones in revision k."""
     keys = compiled.keys
-    window = Window.partitionBy(*keys, _W)
+    window = Window.partitionBy(*columns(keys), _W)
     late = (allowed.select("*", F.explode(F.sequence(WID_LO, WID_HI)).alias(_W))
             .withColumn(WID_LO, F.row_number().over(window.orderBy("row_num")).cast("long"))
             .withColumn(WID_HI, F.count(F.lit(1)).over(window).cast("long"))
-            .withColumn(_LATE_ROW, F.col("row_num")))
+            .withColumn(_LATE_ROW, column("row_num")))
     named = [f"_wid_rk{i}" for i in range(len(keys))]
-    revised = late.select(*[F.col(k).alias(n) for k, n in zip(keys, named)], _W, F.col(WID_HI).alias(_R)).distinct()
-    match = [F.col(k).eqNullSafe(F.col(n)) for k, n in zip(keys, named)]
-    base = (on_time.join(F.broadcast(revised), [*match, F.col(_W).between(F.col(WID_LO), F.col(WID_HI))])
-            .drop(*named).withColumn(WID_LO, F.lit(0).cast("long")).withColumn(WID_HI, F.col(_R)).drop(_R)
+    revised = late.select(*[column(k).alias(n) for k, n in zip(keys, named)], _W, column(WID_HI).alias(_R)).distinct()
+    match = [column(k).eqNullSafe(column(n)) for k, n in zip(keys, named)]
+    base = (on_time.join(F.broadcast(revised), [*match, column(_W).between(column(WID_LO), column(WID_HI))])
+            .drop(*named).withColumn(WID_LO, F.lit(0).cast("long")).withColumn(WID_HI, column(_R)).drop(_R)
             .withColumn(_LATE_ROW, F.lit(None).cast("long")))
     rows = range_aggregate(base.unionByName(late), [*keys, _W],
                            [*compiled.aggregates, Aggregate(EMIT_ROW, "max", _LATE_ROW)])
-    return rows.where(F.col(WID) >= 1).withColumnRenamed(WID, REVISION).withColumnRenamed(_W, WID)
+    return rows.where(column(WID) >= 1).withColumnRenamed(WID, REVISION).withColumnRenamed(_W, WID)

@@ -59,6 +59,7 @@ from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery
+from wid.spec.sqlexpr import column
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -114,7 +115,7 @@ def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame, window: W
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
     if spec.unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple
-        guarded = {name: F.when(F.col(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
+        guarded = {name: F.when(column(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
         compiled = replace(compiled, tagged=compiled.tagged.withColumns(guarded))
     return compiled
 
@@ -141,7 +142,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
         raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
     ending = END_COLUMN in stream.columns
-    tuples = stream.where(~F.coalesce(F.col(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
+    tuples = stream.where(~F.coalesce(column(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
     compiled = _compiled(spark, query_text, tuples, window)
     positional = compiled.spec.positional
     if positional and punctuation is not None:
@@ -169,7 +170,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     aggregates = list(compiled.aggregates)
     if sessions is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
         aggregates += [Aggregate("_wid_start", "min", sessions[1]), Aggregate("_wid_last", "max", sessions[1])]
-        tagged = tagged.where(F.col(KEPT)).drop(KEPT)
+        tagged = tagged.where(column(KEPT)).drop(KEPT)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
@@ -181,7 +182,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     keys, carried = nan.keys(keys), [*carried, *nan.flags.values()]
     counts, at = nan_counts(flag_of, compiled.aggregates), len(compiled.aggregates)
     aggregates[at:at] = counts  # each value's NaNs, counted apart (pandas holds them as NULLs)
-    nans = {a.alias: F.col(a.partials(at + j)[0][0]) for j, a in enumerate(counts)}
+    nans = {a.alias: column(a.partials(at + j)[0][0]) for j, a in enumerate(counts)}
     if own is not None:  # its bins hold the counts too
         own = compiled.spec.live_step(replace(compiled, aggregates=list(aggregates)))
     carried_payload = [*payload, *[nan.flags[c] for c in payload if c in nan.flags]]
@@ -200,27 +201,27 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if scan is not None:  # subwindows scanned apart, or one bucket scans the stream
         hashed = list(scan.partition)
     everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
-    bucket_of = F.pmod(F.hash(*[F.col(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
+    bucket_of = F.pmod(F.hash(*[column(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
     # a tuple punctuates when replay's Bucket keeps it: not one WHERE drops, but for slide-by-tuple windows
     kept_only = kept and own is None
-    own_mark = F.lit(None) if marks.closed is None else F.when(F.col(KEPT), marks.closed) if kept_only else marks.closed
-    parts = [_select(tagged, columns, {**{c: F.col(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
+    own_mark = F.lit(None) if marks.closed is None else F.when(column(KEPT), marks.closed) if kept_only else marks.closed
+    parts = [_select(tagged, columns, {**{c: column(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
                                        WID_CLOSED: own_mark})]
     if given is not None:
         targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
         if hashed and set(hashed) <= set(given.pattern):
             bound = F.lit(True)
             for k in hashed:
-                bound = bound & F.col(k).isNotNull()
+                bound = bound & column(k).isNotNull()
             targets = F.when(bound, F.array(bucket_of)).otherwise(everywhere)
         punctuations = given.frame.withColumn(BUCKET, F.explode(targets))
-        parts.append(_select(punctuations, columns, {**{c: F.col(c) for c in punctuations.columns},
+        parts.append(_select(punctuations, columns, {**{c: column(c) for c in punctuations.columns},
                                                      KIND: F.lit(PUNCTUATION)}))
     if ending:
-        marker = stream.where(F.col(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
-        parts.append(_select(marker, columns, {"row_num": F.coalesce(F.col("row_num"), F.lit(LAST)),
-                                               BUCKET: F.col(BUCKET), KIND: F.lit(END)}))
+        marker = stream.where(column(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
+        parts.append(_select(marker, columns, {"row_num": F.coalesce(column("row_num"), F.lit(LAST)),
+                                               BUCKET: column(BUCKET), KIND: F.lit(END)}))
     layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None, sessions, closed_type,
@@ -238,10 +239,10 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if sessions is not None:
-        first, last = (F.col(name) for name, _ in partial_names(aggregates)[-2:])
+        first, last = (column(name) for name, _ in partial_names(aggregates)[-2:])
         extents = compiled.spec.live_extents(first, last, tagged)
     if own is not None:
-        out = out.withColumn(WID, own.wid(F.col(WID)))
+        out = out.withColumn(WID, own.wid(column(WID)))
     keys = [k for k in keys if k not in nan.flags.values()]
     return views_of(compiled, nan.restore(out), payload, buckets, keys, extents, partial(nan_final, flag_of, nans=nans))
 

@@ -15,6 +15,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler import CompiledQuery
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
+from wid.spec.sqlexpr import column
 
 
 def typed(schema: StructType, names: list[str]) -> list[StructField]:
@@ -27,7 +28,7 @@ def typed(schema: StructType, names: list[str]) -> list[StructField]:
 def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
     """A bound on ``x`` (sessions, slide-by-tuple windows) is a value of ``x``: the type (Spark's
     common type) that holds ``x`` and every bound the punctuations give."""
-    bounds = [F.col(x), *([marks.closed] if marks.closed is not None else [])]
+    bounds = [column(x), *([marks.closed] if marks.closed is not None else [])]
     if marks.given is not None:
         bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
     return tagged.select(F.coalesce(*bounds)).schema[0].dataType

@@ -14,6 +14,7 @@ from pyspark.sql.types import DataType
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.compiler import CompiledQuery, resolved
+from wid.spec.sqlexpr import column
 
 
 @dataclass
@@ -51,15 +52,15 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     ``keys``; ``extents``: the window's extent columns, sessions' from their partials; ``fold``
     finishes each aggregate); an output name that is also a stream column reads the result's
     column on result rows."""
-    is_result = F.col("kind") == "result"
+    is_result = column("kind") == "result"
     named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
     same = {name for c, name in compiled.output if c == name}
-    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(F.col(name))
+    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(column(name))
                for name, e in named.items()}
-    columns[EMIT_ROW] = F.col(EMIT_ROW)
+    columns[EMIT_ROW] = column(EMIT_ROW)
     columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
     for c in [*payload, WID]:
-        columns.setdefault(c, F.col(c))
+        columns.setdefault(c, column(c))
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
     out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
                      *[e.alias(name) for name, e in extents.items()],

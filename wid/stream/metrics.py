@@ -21,6 +21,7 @@ from wid.bucket.columns import EMIT_ROW, WID, attribute_type, epoch_micros, on_a
 from wid.errors import WidError
 from wid.stream.replay import Replay
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
+from wid.spec.sqlexpr import column
 
 TOLERANCE = 1e-9
 _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
@@ -28,7 +29,7 @@ _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"
 
 def _seconds(df: DataFrame, name: str, wattr: str) -> Column:
     """Column ``name`` in seconds on the window attribute ``wattr``'s axis."""
-    clock, dtype = on_axis(F.col(name), attribute_type(df, name), attribute_type(df, wattr))
+    clock, dtype = on_axis(column(name), attribute_type(df, name), attribute_type(df, wattr))
     if time_like(dtype):
         return epoch_micros(clock, dtype) / F.lit(1e6)
     return clock.cast("double")
@@ -38,7 +39,7 @@ def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, 
     """``points`` (with ``_wid_ord`` and ``_wid_kind``) plus ``out``: the max of ``value`` over
     the ``tuples`` up to ``_wid_ord`` in ``order`` (kind -1: before equal tuples; 1: after)."""
     values = tuples.select(order.cast("double").alias(_ORD), F.lit(0).alias(_KIND), value.cast("double").alias(_VAL))
-    return running(points, _VAL, [_ORD, _KIND], F.floor(F.col(_ORD) / F.lit(chunk)), out, values=values)
+    return running(points, _VAL, [_ORD, _KIND], F.floor(column(_ORD) / F.lit(chunk)), out, values=values)
 
 
 def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataFrame:
@@ -54,27 +55,27 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
         raise WidError(f"latency needs an arrival clock: the stream has no {clock!r} column")
     if compiled.spec.period is None:
         raise WidError("latency is measured on windows over a value or time attribute")
-    exact = compiled.result().select(*keys, F.col(metric).alias("exact"))
-    emitted = rep.results.select(*keys, F.col(metric).alias("emitted"), EMIT_ROW)
+    exact = compiled.result().select(*keys, column(metric).alias("exact"))
+    emitted = rep.results.select(*keys, column(metric).alias("emitted"), EMIT_ROW)
     extents = exact.join(emitted, keys, "left")
     slide = float(compiled.spec.period)
     tuples = stream.select("row_num", _seconds(stream, clock, compiled.spec.wattr).alias("_wid_clock"))
     last = tuples.agg(F.max("row_num").alias("_wid_last_row"), F.max("_wid_clock").alias("_wid_last_clock"))
 
-    at_emit = _prefix(extents.withColumn(_ORD, F.col(EMIT_ROW).cast("double")).withColumn(_KIND, F.lit(1)),
-                      tuples, F.col("row_num"), F.col("_wid_clock"), float(ROW_CHUNK), "_wid_emit_clock")
-    end = (F.col(WID) + 1) * F.lit(slide)
+    at_emit = _prefix(extents.withColumn(_ORD, column(EMIT_ROW).cast("double")).withColumn(_KIND, F.lit(1)),
+                      tuples, column("row_num"), column("_wid_clock"), float(ROW_CHUNK), "_wid_emit_clock")
+    end = (column(WID) + 1) * F.lit(slide)
     at_end = _prefix(at_emit.withColumn(_ORD, end.cast("double")).withColumn(_KIND, F.lit(-1)),
-                     tuples, F.col("_wid_clock"), F.col("row_num"), slide * WID_CHUNK, "_wid_end_row")
+                     tuples, column("_wid_clock"), column("row_num"), slide * WID_CHUNK, "_wid_end_row")
     out = at_end.crossJoin(F.broadcast(last))
-    emit_row = F.coalesce(F.col(EMIT_ROW), F.col("_wid_last_row") + 1)
-    emit_clock = F.when(F.col(EMIT_ROW).isNull(), F.greatest("_wid_last_clock", end)).otherwise(F.col("_wid_emit_clock"))
-    error = F.when(F.col("emitted").isNull(), F.lit(1.0)).when(F.col("exact") == 0, F.when(
-        F.col("emitted") == 0, 0.0).otherwise(1.0)).otherwise(F.abs(F.col("emitted") - F.col("exact")) / F.abs("exact"))
+    emit_row = F.coalesce(column(EMIT_ROW), column("_wid_last_row") + 1)
+    emit_clock = F.when(column(EMIT_ROW).isNull(), F.greatest("_wid_last_clock", end)).otherwise(column("_wid_emit_clock"))
+    error = F.when(column("emitted").isNull(), F.lit(1.0)).when(column("exact") == 0, F.when(
+        column("emitted") == 0, 0.0).otherwise(1.0)).otherwise(F.abs(column("emitted") - column("exact")) / F.abs("exact"))
     return out.select(
         *keys, "exact", "emitted", EMIT_ROW,
         (emit_clock - end).alias("latency"),
-        (emit_row - F.coalesce(F.col("_wid_end_row"), F.lit(-1.0))).alias("latency_rows"),
+        (emit_row - F.coalesce(column("_wid_end_row"), F.lit(-1.0))).alias("latency_rows"),
         error.cast("double").alias("rel_error"),
         (error > TOLERANCE).alias("incorrect"),
     )
@@ -88,6 +89,6 @@ def summary(rep: Replay, metric: str, clock: str = "arrival_ts") -> dict[str, fl
         F.avg("latency").alias("latency"),
         F.avg("latency_rows").alias("latency_rows"),
         F.avg("rel_error").alias("avg_rel_error"),
-        F.avg(F.col("incorrect").cast("double")).alias("frac_incorrect"),
+        F.avg(column("incorrect").cast("double")).alias("frac_incorrect"),
     ).first()
     return {**row.asDict(), "late_rows": rep.late.count()}

@@ -22,6 +22,7 @@ from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.stream.punctuation import Generator
+from wid.spec.sqlexpr import column, columns
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
@@ -37,12 +38,12 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
     spec, tagged = compiled.spec, compiled.tagged
     source = in_order(tagged.sparkSession.table(compiled.query.source))
     partition = list(spec.partition)
-    emitted = fired(source).select(*[F.col(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
-                                   F.col(WID).alias("_wid_fw"), EMIT_ROW)
+    emitted = fired(source).select(*[column(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
+                                   column(WID).alias("_wid_fw"), EMIT_ROW)
     aggregated = spec.aggregate(tagged, compiled.keys, compiled.aggregates)
-    match = [F.col(c).eqNullSafe(F.col(f"_wid_f{i}")) for i, c in enumerate(partition)]
-    results = (aggregated.join(emitted, [*match, F.col(WID) == F.col("_wid_fw")], "left")
+    match = [column(c).eqNullSafe(column(f"_wid_f{i}")) for i, c in enumerate(partition)]
+    results = (aggregated.join(emitted, [*match, column(WID) == column("_wid_fw")], "left")
                .drop(*[f"_wid_f{i}" for i in range(len(partition))], "_wid_fw")
                .withColumn(REVISION, F.lit(0).cast("long")))
-    late = source.limit(0).select(*source.columns, F.lit(None).cast("long").alias(WID))
+    late = source.limit(0).select(*columns(source.columns), F.lit(None).cast("long").alias(WID))
     return results, late

@@ -34,6 +34,7 @@ from wid.errors import WidError
 from wid.spec.numbers import as_number, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
 from wid.stream.scan import ROW_CHUNK, running
+from wid.spec.sqlexpr import column, columns
 
 MODES = ("generous", "consistent")
 
@@ -57,9 +58,9 @@ class Embedded(Generator):
     mode: str = "generous"
 
     def punctuations(self, compiled) -> Punctuations:
-        wattr, columns = compiled.spec.wattr, {c.lower(): c for c in self.frame.columns}
+        wattr, named = compiled.spec.wattr, {c.lower(): c for c in self.frame.columns}
         for needed in ("row_num", wattr):
-            if needed.lower() not in columns:
+            if needed.lower() not in named:
                 raise WidError(f"punctuations need a {needed!r} column (columns: {', '.join(self.frame.columns)})")
         keys = {k.lower(): k for k in compiled.keys}
         pattern = [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())]
@@ -72,13 +73,13 @@ class Embedded(Generator):
             raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
                            f"the stream's is {stream_type.simpleString()}")
         types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-        bound, _ = on_axis(F.col(columns[wattr.lower()]), bound_type, stream_type)
+        bound, _ = on_axis(column(named[wattr.lower()]), bound_type, stream_type)
         frame = in_order(self.frame, "punctuation")
-        frame = frame.withColumn(columns[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
-            F.lit("wid: NULL bound in the punctuation with row_num="), F.col("row_num").cast("string")))).otherwise(bound))
+        frame = frame.withColumn(named[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
+            F.lit("wid: NULL bound in the punctuation with row_num="), column("row_num").cast("string")))).otherwise(bound))
         frame = compiled.spec.bucket_punctuations(frame).select(
-            F.col("row_num").cast("long").alias("row_num"),
-            *[F.col(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
+            column("row_num").cast("long").alias("row_num"),
+            *[column(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
         names = tuple(keys[c.lower()] for c in pattern)
         shapes = tuple(s for n in range(len(names) + 1) for s in combinations(names, n))
         return Punctuations(frame, names, shapes)
@@ -100,17 +101,17 @@ class Slack(Generator):
         the bound ``X - a``: window ends are whole in those units, so ``end <= x - a <=>
         end <= floor(x * 10**p) - a * 10**p`` exactly. ``by="rows"``: ``wid_x`` and ``closed(X)``."""
         if self.by == "rows":
-            return F.col(WID_X), lambda seen: self.closed(compiled, seen)
+            return column(WID_X), lambda seen: self.closed(compiled, seen)
         spec, amount = compiled.spec, as_number(self.amount, "slack amount")
-        x, factor = id_units(F.col(spec.wattr), attribute_type(compiled.tagged, spec.wattr), spec, places(amount))
+        x, factor = id_units(column(spec.wattr), attribute_type(compiled.tagged, spec.wattr), spec, places(amount))
         return x, lambda seen: spec.scaled(factor).closed(seen - F.lit(times(amount, factor)))
 
     def punctuations(self, compiled) -> Punctuations:
         x, closed = self._lowered(compiled)
         seen = running(compiled.tagged.select("row_num", x.alias("_wid_x")), "_wid_x", ["row_num"],
-                       F.floor(F.col("row_num") / ROW_CHUNK), "_wid_seen")
-        at = F.col("row_num") + F.lit(int(self.amount) if self.by == "rows" else 0)
-        frame = seen.select(at.cast("long").alias("row_num"), closed(F.col("_wid_seen")).alias(WID_CLOSED))
+                       F.floor(column("row_num") / ROW_CHUNK), "_wid_seen")
+        at = column("row_num") + F.lit(int(self.amount) if self.by == "rows" else 0)
+        frame = seen.select(at.cast("long").alias("row_num"), closed(column("_wid_seen")).alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
 
     def marks(self, compiled) -> Marks:
@@ -132,14 +133,14 @@ class Heartbeat(Generator):
         if time_like(dtype) != time_like(attribute):
             raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
                            "must both be timestamps or both numbers")
-        clock, factor = numeric_value(*on_axis(F.col(self.clock), dtype, attribute), self.clock)
+        clock, factor = numeric_value(*on_axis(column(self.clock), dtype, attribute), self.clock)
         period = F.lit(self.every * factor)
         tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
         return self.closed(compiled, self.on_ids(compiled, tick - F.lit(self.skew * factor), factor))
 
     def punctuations(self, compiled) -> Punctuations:
-        frame = compiled.tagged.where(F.col(self.clock).isNotNull()).select(
-            F.col("row_num").cast("long").alias("row_num"), self._closed(compiled).alias(WID_CLOSED))
+        frame = compiled.tagged.where(column(self.clock).isNotNull()).select(
+            column("row_num").cast("long").alias("row_num"), self._closed(compiled).alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
 
     def marks(self, compiled) -> Marks:
@@ -158,12 +159,12 @@ class OrderedBy(Generator):
             raise WidError(f"ordered_by column(s) {', '.join(missing)} are not GROUP BY keys of the query "
                            f"(keys: {', '.join(compiled.keys) or 'none'})")
         names = tuple(known[k.lower()] for k in self.keys)
-        frame = compiled.tagged.select(F.col("row_num").cast("long").alias("row_num"), *names,
-                                       self.closed(compiled, F.col(WID_X)).alias(WID_CLOSED))
+        frame = compiled.tagged.select(column("row_num").cast("long").alias("row_num"), *columns(names),
+                                       self.closed(compiled, column(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,), wildcard=False)
 
     def marks(self, compiled) -> Marks:
-        return Marks(self.closed(compiled, F.col(WID_X)), pattern=self.punctuations(compiled).pattern, wildcard=False)
+        return Marks(self.closed(compiled, column(WID_X)), pattern=self.punctuations(compiled).pattern, wildcard=False)
 
 
 def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:

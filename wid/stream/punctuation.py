@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
 from wid.bucket.nan import NanFlags
 from wid.spec.numbers import floor_scaled
+from wid.spec.sqlexpr import column, columns
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,8 @@ class Punctuations:
         are exactly ``shape``; match them to keys with NULL-safe equality."""
         frame = self.frame
         for c in self.pattern if self.wildcard else ():
-            frame = frame.where(F.col(c).isNotNull() if c in shape else F.col(c).isNull())
-        return frame.select("row_num", *shape, WID_CLOSED)
+            frame = frame.where(column(c).isNotNull() if c in shape else column(c).isNull())
+        return frame.select("row_num", *columns(shape), WID_CLOSED)
 
     def flagged(self, nan: NanFlags) -> Punctuations:
         """These punctuations with each flagged pattern column's NaN flag beside it (pattern and
@@ -92,7 +93,7 @@ class Generator(ABC):
         """``wid_x`` units per unit of the window clause (10**6 for timestamps, ``10**places``
         for a double mapped to ``floor(x * 10**places)``: :func:`wid.bucket.columns.id_units`)."""
         dtype = attribute_type(compiled.tagged, compiled.spec.wattr)
-        return id_units(F.col(compiled.spec.wattr), dtype, compiled.spec)[1]
+        return id_units(column(compiled.spec.wattr), dtype, compiled.spec)[1]
 
     @classmethod
     def on_ids(cls, compiled, value: Column, value_factor: int) -> Column:

@@ -12,6 +12,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from wid.spec.sqlexpr import column, columns, quote
+
 #: Arrival positions per scan chunk (row_num // ROW_CHUNK) and window-ids per chunk.
 ROW_CHUNK = 1 << 16
 WID_CHUNK = 1 << 10
@@ -25,25 +27,25 @@ def _carry(values: DataFrame, value: str, chunk: Column, partition: tuple[str, .
     """``(spans, edges)``: ``spans`` maps (partition, chunk k) to the total of the values' chunks
     before k (after k, when reversed), for every k between the values' first and last chunks;
     ``edges`` gives per partition the chunk past the last (before the first) that still has one."""
-    totals = values.withColumn(_CHUNK, chunk).groupBy(*partition, _CHUNK).agg(fn(value).alias(_CARRY))
+    totals = values.withColumn(_CHUNK, chunk).groupBy(*columns(partition), _CHUNK).agg(fn(column(value)).alias(_CARRY))
     step = -1 if reverse else 1  # reversed: walk the chunks downwards
-    order = Window.partitionBy(*[F.col(c) for c in partition]).orderBy(F.col(_CHUNK).desc() if reverse else _CHUNK)
+    order = Window.partitionBy(*columns(partition)).orderBy(column(_CHUNK).desc() if reverse else _CHUNK)
     through = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     # the total through chunk c serves the chunks after c up to the next chunk with values
-    ks = F.sequence(F.col(_CHUNK) + step, F.coalesce(F.lead(_CHUNK).over(order), F.col(_CHUNK) + step))
+    ks = F.sequence(column(_CHUNK) + step, F.coalesce(F.lead(_CHUNK).over(order), column(_CHUNK) + step))
     edge = F.min(_CHUNK) - 1 if reverse else F.max(_CHUNK) + 1
-    spans = (totals.select(*partition, ks.alias(_SPAN), fn(_CARRY).over(through).alias(_CARRY))
-             .select(*partition, F.explode(_SPAN).alias(_CHUNK), _CARRY))
-    return spans, totals.groupBy(*partition).agg(edge.alias(_EDGE))
+    spans = (totals.select(*columns(partition), ks.alias(_SPAN), fn(_CARRY).over(through).alias(_CARRY))
+             .select(*columns(partition), F.explode(_SPAN).alias(_CHUNK), _CARRY))
+    return spans, totals.groupBy(*columns(partition)).agg(edge.alias(_EDGE))
 
 
 def _join(left: DataFrame, right: DataFrame, on: list[str]) -> DataFrame:
     """Left join on null-safe equality of ``on`` (NULL is a valid key)."""
-    renamed = right.select(*[F.col(c).alias(f"_wid_r{i}") for i, c in enumerate(on)],
+    renamed = right.select(*[column(c).alias(f"_wid_r{i}") for i, c in enumerate(on)],
                            *[c for c in right.columns if c not in on])
     if not on:
         return left.crossJoin(renamed)
-    same = [left[c].eqNullSafe(renamed[f"_wid_r{i}"]) for i, c in enumerate(on)]
+    same = [left[quote(c)].eqNullSafe(renamed[f"_wid_r{i}"]) for i, c in enumerate(on)]
     return left.join(renamed, same, "left").drop(*[f"_wid_r{i}" for i in range(len(on))])
 
 
@@ -61,19 +63,19 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
         events, values = points, points
     else:
         events = points.withColumn(_POINT, F.lit(True)).unionByName(
-            values.select(*partition, *order, value).withColumn(_POINT, F.lit(False)), allowMissingColumns=True)
+            values.select(*columns([*partition, *order, value])).withColumn(_POINT, F.lit(False)), allowMissingColumns=True)
     spans, edges = _carry(values, value, chunk, partition, fn, reverse)
     # a growing frame (O(1) per row); Spark re-evaluates a frame ending at unboundedFollowing per row
-    ordered = [F.col(c).desc() for c in order] if reverse else order
-    scanned = fn(value).over(Window.partitionBy(*partition, _CHUNK).orderBy(*ordered)
+    ordered = [column(c).desc() for c in order] if reverse else columns(order)
+    scanned = fn(column(value)).over(Window.partitionBy(*columns(partition), _CHUNK).orderBy(*ordered)
                              .rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    past = F.col(_CHUNK) < F.col(_EDGE) if reverse else F.col(_CHUNK) > F.col(_EDGE)
-    clamp = F.when(past, F.col(_EDGE)).otherwise(F.col(_CHUNK))  # past the edge: the edge's carry; NULL: none
+    past = column(_CHUNK) < column(_EDGE) if reverse else column(_CHUNK) > column(_EDGE)
+    clamp = F.when(past, column(_EDGE)).otherwise(column(_CHUNK))  # past the edge: the edge's carry; NULL: none
     events = _join(events.withColumn(_CHUNK, chunk), edges, list(partition))
     keyed = events.withColumn(_SCANNED, scanned).withColumn(_CHUNK, clamp).drop(_EDGE)
     joined = _join(keyed, spans, [*partition, _CHUNK]).withColumn(out, combine(_SCANNED, _CARRY))
     if _POINT in events.columns:
-        joined = joined.where(F.col(_POINT)).drop(_POINT, value)
+        joined = joined.where(column(_POINT)).drop(_POINT, value)
     return joined.drop(_CHUNK, _CARRY, _SCANNED)
 
 
@@ -103,26 +105,26 @@ def before(points: DataFrame, values: DataFrame, value: str, out: str, partition
     [None, None, 4, 4, 4, 7]
     """
     fn = F.max if agg == "max" else F.min
-    at = F.col(order) if at is None else at
-    keys = Window.partitionBy(*[F.col(c) for c in partition])
+    at = column(order) if at is None else at
+    keys = Window.partitionBy(*columns(partition))
     window = keys.orderBy(_FROM)
     first = F.expr(f"shiftright({_FROM} + 1, {_BITS})")
     # rows of equal ``from`` need no merging: all but the last of them are empty steps (from, from]
-    steps = (values.select(*partition, F.col(order).alias(_FROM), value)
-             .select(*partition, _FROM, F.lead(_FROM).over(window).alias(_TO),
-                     fn(value).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN),
+    steps = (values.select(*columns(partition), column(order).alias(_FROM), column(value))
+             .select(*columns(partition), _FROM, F.lead(_FROM).over(window).alias(_TO),
+                     fn(column(value)).over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow)).alias(_RUN),
                      _bits(*[f(_FROM).over(keys) for f in (F.max, F.min, F.count)]).alias(_BITS))
              .withColumn(_CHUNK, F.explode(F.sequence(first, F.coalesce(F.expr(f"shiftright({_TO}, {_BITS})"), first)))))
     # the last step holds every later point: points past its first chunk look it up there
-    edges = (values.groupBy(*partition).agg(_bits(*[f(order) for f in (F.max, F.min, F.count)]).alias(_BITS),
-                                            F.max(order).alias(_EDGE))
+    edges = (values.groupBy(*columns(partition)).agg(_bits(*[f(column(order)) for f in (F.max, F.min, F.count)]).alias(_BITS),
+                                            F.max(column(order)).alias(_EDGE))
              .withColumn(_EDGE, F.expr(f"shiftright({_EDGE} + 1, {_BITS})")))
     edges = edges if partition else F.broadcast(edges)  # unpartitioned: one row
     keyed = _join(points.withColumn(_POINT, at), edges, list(partition))
-    keyed = keyed.withColumn(_CHUNK, F.least(F.expr(f"shiftright({_POINT}, {_BITS})"), F.col(_EDGE))).drop(_EDGE, _BITS)
-    right = steps.select(*[F.col(c).alias(f"_wid_s{i}") for i, c in enumerate(partition)],
-                         F.col(_CHUNK).alias("_wid_sc"), _FROM, _TO, _RUN)
-    on = [keyed[c].eqNullSafe(right[f"_wid_s{i}"]) for i, c in enumerate(partition)]
+    keyed = keyed.withColumn(_CHUNK, F.least(F.expr(f"shiftright({_POINT}, {_BITS})"), column(_EDGE))).drop(_EDGE, _BITS)
+    right = steps.select(*[column(c).alias(f"_wid_s{i}") for i, c in enumerate(partition)],
+                         column(_CHUNK).alias("_wid_sc"), _FROM, _TO, _RUN)
+    on = [keyed[quote(c)].eqNullSafe(right[f"_wid_s{i}"]) for i, c in enumerate(partition)]
     point = keyed[_POINT]
     on += [keyed[_CHUNK] == right["_wid_sc"], right[_FROM] < point, right[_TO].isNull() | (point <= right[_TO])]
-    return keyed.join(right, on, "left").select(*points.columns, F.col(_RUN).alias(out))
+    return keyed.join(right, on, "left").select(*columns(points.columns), column(_RUN).alias(out))

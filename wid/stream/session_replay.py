@@ -37,10 +37,12 @@ from pyspark.sql.types import ArrayType, BooleanType, LongType, StructField, Str
 from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
                                 numeric_value)
+from wid.bucket.plain import PlainNames
 from wid.bucket.session import exact_x, gap_in_x, with_extents
 from wid.spec.numbers import Number, exact
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
+from wid.spec.sqlexpr import column, columns
 
 _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
 
@@ -52,22 +54,22 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     spec, tagged = compiled.spec, compiled.tagged
     source = tagged.sparkSession.table(compiled.query.source).columns
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
-        tagged.select("row_num", F.col(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
+        tagged.select("row_num", column(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     dtype = attribute_type(tagged, spec.wattr)
-    factor = numeric_value(F.col(spec.wattr), dtype, spec.wattr)[1]
+    factor = numeric_value(column(spec.wattr), dtype, spec.wattr)[1]
     gap, lateness = gap_in_x(spec, dtype), exact(allowed_lateness) * factor
     keys = list(spec.keys)
-    value = F.col(exact_x(spec, dtype))  # exact: micros, longs, decimals, doubles
-    tuples = tagged.select("row_num", *keys, F.lit(0).alias(_KIND), value.alias(_VALUE),
+    value = column(exact_x(spec, dtype))  # exact: micros, longs, decimals, doubles
+    tuples = tagged.select("row_num", *columns(keys), F.lit(0).alias(_KIND), value.alias(_VALUE),
                            F.lit(None).cast(punctuations.frame.schema[WID_CLOSED].dataType).alias(WID_CLOSED))
-    present = tagged.select(*keys).distinct()
+    present = tagged.select(*columns(keys)).distinct()
     events = tuples
     for shape in punctuations.shapes:
         named = [f"_wid_p{i}" for i in range(len(shape))]  # no column of the join on both sides
         frame = punctuations.shaped(shape).toDF("row_num", *named, WID_CLOSED)
-        matched = present.join(frame, [F.col(c).eqNullSafe(F.col(n)) for c, n in zip(shape, named)]) \
+        matched = present.join(frame, [column(c).eqNullSafe(column(n)) for c, n in zip(shape, named)]) \
             if shape else present.crossJoin(frame)
-        events = events.unionByName(matched.select("row_num", *keys, F.lit(1).alias(_KIND),
+        events = events.unionByName(matched.select("row_num", *columns(keys), F.lit(1).alias(_KIND),
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
                                                    WID_CLOSED))
     schema = StructType([StructField("row_num", LongType()), StructField(WID, LongType()),
@@ -85,25 +87,25 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
         state.punctuate(None, None)
         placed = [(*m, False, None) for m in state.members] + [(*r, True, None) for r in state.retired] + \
             [(row, None, None, None, None, ids) for row, ids in state.touched.items()]
-        columns = list(zip(*placed)) or [[]] * 6
+        fields = list(zip(*placed)) or [[]] * 6
         return pd.DataFrame({name: pd.array(values, dtype="Int64") for name, values in
-                             zip(["row_num", WID, REVISION, EMIT_ROW], columns)} |
-                            {_RETIRED: pd.array(columns[4], dtype="boolean"), _TOUCHED: list(columns[5])})
+                             zip(["row_num", WID, REVISION, EMIT_ROW], fields)} |
+                            {_RETIRED: pd.array(fields[4], dtype="boolean"), _TOUCHED: list(fields[5])})
 
-    fates = events.groupBy(*keys).applyInPandas(scan, schema) if keys else \
-        events.withColumn("_wid_all", F.lit(0)).groupBy("_wid_all").applyInPandas(scan, schema)
+    events, names = PlainNames.of(events if keys else events.withColumn("_wid_all", F.lit(0)))
+    fates = events.groupBy(*[names.column(k) for k in keys or ["_wid_all"]]).applyInPandas(scan, schema)
     placed = tagged.drop(WID_LO, WID_HI, *spec.extent_columns).join(fates, "row_num")
-    members = placed.where(F.col(WID).isNotNull() & ~F.col(_RETIRED)).withColumn(WID_LO, F.col(WID)) \
-        .withColumn(WID_HI, F.col(WID)).drop(WID)
+    members = placed.where(column(WID).isNotNull() & ~column(_RETIRED)).withColumn(WID_LO, column(WID)) \
+        .withColumn(WID_HI, column(WID)).drop(WID)
     on_time = with_extents(members, replace(spec, keys=(*spec.keys, REVISION)))  # an extent per revision
     groups = [*compiled.keys, EMIT_ROW, REVISION]
     results = range_aggregate(on_time, groups, compiled.aggregates)
-    retired = placed.where(F.col(_RETIRED))
+    retired = placed.where(column(_RETIRED))
     if allowed_lateness:
         empty = tagged.limit(0).groupBy().agg(*[a.direct().alias(a.alias) for a in compiled.aggregates])
         retired = retired.select(*[F.lit(None).cast(on_time.schema[c].dataType).alias(c) if c in spec.extent_columns
-                                   else F.col(c) for c in groups], WID).crossJoin(empty)
+                                   else column(c) for c in groups], WID).crossJoin(empty)
         results = results.unionByName(retired)
-    late = placed.where(F.col(_TOUCHED).isNotNull()).select(
-        *source, F.explode_outer(_TOUCHED).alias(WID))
+    late = placed.where(column(_TOUCHED).isNotNull()).select(
+        *columns(source), F.explode_outer(_TOUCHED).alias(WID))
     return results, late

@@ -1,0 +1,61 @@
+"""Column names through pyspark's pandas and Arrow operators (``applyInPandas``,
+``applyInArrow``, ``mapInArrow``): :class:`PlainNames`.
+
+Those operators pass each column on as ``df[name]``, which reads ``a.b`` as field ``b`` of a
+column ``a`` and refuses a lone back quote, so a view with such a column name fails in them
+however the query quotes it. :class:`PlainNames` renames such columns (``_wid_n{i}``, ``i``
+its position) on the way in and gives the function its data under the view's own names, by
+position; the operator's output schema keeps the view's names (a schema is taken as written).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+
+def _plain(name: str) -> bool:
+    return "." not in name and "`" not in name
+
+
+@dataclass(frozen=True)
+class PlainNames:
+    """``names``: a DataFrame's columns; ``plain``: the same, each one a pyspark operator
+    cannot pass renamed ``_wid_n{i}``.
+
+    >>> names = PlainNames(("row_num", "seg.id"), ("row_num", "_wid_n1"))
+    >>> names.column("seg.id"), names.column("row_num")
+    ('_wid_n1', 'row_num')
+    >>> import pyarrow as pa
+    >>> names.arrow(pa.table({"row_num": [1], "_wid_n1": [2]})).column_names
+    ['row_num', 'seg.id']
+    """
+
+    names: tuple[str, ...]
+    plain: tuple[str, ...]
+
+    @classmethod
+    def of(cls, df: DataFrame) -> tuple[DataFrame, PlainNames]:
+        """``df`` with plain names (itself when all are), and the renaming."""
+        names = tuple(df.columns)
+        plain = tuple(c if _plain(c) else f"_wid_n{i}" for i, c in enumerate(names))
+        return (df if plain == names else df.toDF(*plain)), cls(names, plain)
+
+    def column(self, name: str) -> str:
+        """The plain name of column ``name``."""
+        return self.plain[self.names.index(name)]
+
+    def pandas(self, frame: Any) -> Any:
+        """A pandas frame of the plain columns under the view's names."""
+        return frame.set_axis(list(self.names), axis=1)
+
+    def arrow(self, data: Any) -> Any:
+        """An Arrow table or record batch of the plain columns under the view's names."""
+        return data.rename_columns(list(self.names))
+
+    def batches(self, fn: Callable[[Iterator[Any]], Iterator[Any]]) -> Callable[[Iterator[Any]], Iterator[Any]]:
+        """``fn`` over record batches (``mapInArrow``), given them under the view's names."""
+        return lambda batches: fn(self.arrow(b) for b in batches)
