@@ -44,6 +44,7 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.nan import NanFlags
+from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query
 from wid.spec.clause import parse_window
@@ -227,7 +228,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                      compiled.spec.tag_positions if positional else None, sessions, closed_type,
                      tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
-    packed = _union(parts).mapInArrow(partial(pack, buckets=buckets, spread=spread),
+    elements, names = PlainNames.of(_union(parts))
+    packed = elements.mapInArrow(names.batches(partial(pack, buckets=buckets, spread=spread)),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     if scan is not None:
         step = OperationalProcessor(layout, StructType(columns), scan)

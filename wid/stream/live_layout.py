@@ -15,7 +15,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler import CompiledQuery
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
-from wid.spec.sqlexpr import column
+from wid.spec.sqlexpr import column, columns
 
 
 def typed(schema: StructType, names: list[str]) -> list[StructField]:
@@ -47,7 +47,7 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     pattern = given.pattern if given is not None else marks.pattern
     shapes = given.shapes if given is not None else (marks.pattern,)
     types = {f.name: f.dataType for f in tagged.schema.fields}
-    partials = tagged.groupBy(*keys, WID_LO, WID_HI).agg(
+    partials = tagged.groupBy(*columns(keys), WID_LO, WID_HI).agg(
         *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
     parts = partials.schema.fields[len(keys) + 2:]
     panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts])

@@ -53,7 +53,7 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     finishes each aggregate); an output name that is also a stream column reads the result's
     column on result rows."""
     is_result = column("kind") == "result"
-    named = {name: e for e, name in compiled.outputs(F.col)}  # SELECT items, window_start/_end after wid
+    named = {name: e for e, name in compiled.outputs(column)}  # SELECT items, window_start/_end after wid
     same = {name for c, name in compiled.output if c == name}
     columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(column(name))
                for name, e in named.items()}
@@ -62,13 +62,13 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     for c in [*payload, WID]:
         columns.setdefault(c, column(c))
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-    out = out.select("kind", *payload, *[k for k in keys if k not in payload], WID, EMIT_ROW,
+    out = out.select("kind", *map(column, [*payload, *[k for k in keys if k not in payload]]), WID, EMIT_ROW,
                      *[e.alias(name) for name, e in extents.items()],
                      *[fold(a, _final(a, i, types.get(a.arg)), types.get(a.arg)).alias(a.alias)
                        for i, a in enumerate(compiled.aggregates)])
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
-    results = frame.where(is_result).select(*named, EMIT_ROW, REVISION)
-    late = frame.where(~is_result).select(*payload, WID)
+    results = frame.where(is_result).select(*map(column, named), EMIT_ROW, REVISION)
+    late = frame.where(~is_result).select(*map(column, payload), WID)
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)

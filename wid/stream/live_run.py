@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.errors import WidError
+from wid.spec.sqlexpr import columns
 from wid.stream.live import END_COLUMN, Live
 
 log = logging.getLogger("wid.live")
@@ -165,5 +166,5 @@ def _failure(error: Exception) -> WidError:
 def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` from the sink's committed files, in ``live``'s columns."""
     rows = spark.read.schema(live.frame.schema).parquet(str(sink))
-    return (rows.where(rows.kind == "result").select(*live.results.columns),
-            rows.where(rows.kind == "late").select(*live.late.columns))
+    return (rows.where(rows.kind == "result").select(*columns(live.results.columns)),
+            rows.where(rows.kind == "late").select(*columns(live.late.columns)))
