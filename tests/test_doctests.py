@@ -21,6 +21,8 @@ PUBLIC = {
     "wid.aggregate.fca": [],
     "wid.stream.live_nan": [],
     "wid.bucket.nan": [],
+    "wid.bucket.plain": ["PlainNames"],
+    "wid.spec.spl": [],
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": ["spark_hash", "bucket_keys"],
     "wid.stream.live_processor": [],

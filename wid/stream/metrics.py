@@ -55,8 +55,8 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
         raise WidError(f"latency needs an arrival clock: the stream has no {clock!r} column")
     if compiled.spec.period is None:
         raise WidError("latency is measured on windows over a value or time attribute")
-    exact = compiled.result().select(*keys, column(metric).alias("exact"))
-    emitted = rep.results.select(*keys, column(metric).alias("emitted"), EMIT_ROW)
+    exact = compiled.result().select(*map(column, keys), column(metric).alias("exact"))
+    emitted = rep.results.select(*map(column, keys), column(metric).alias("emitted"), EMIT_ROW)
     extents = exact.join(emitted, keys, "left")
     slide = float(compiled.spec.period)
     tuples = stream.select("row_num", _seconds(stream, clock, compiled.spec.wattr).alias("_wid_clock"))
@@ -73,7 +73,7 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
     error = F.when(column("emitted").isNull(), F.lit(1.0)).when(column("exact") == 0, F.when(
         column("emitted") == 0, 0.0).otherwise(1.0)).otherwise(F.abs(column("emitted") - column("exact")) / F.abs("exact"))
     return out.select(
-        *keys, "exact", "emitted", EMIT_ROW,
+        *map(column, keys), "exact", "emitted", EMIT_ROW,
         (emit_clock - end).alias("latency"),
         (emit_row - F.coalesce(column("_wid_end_row"), F.lit(-1.0))).alias("latency_rows"),
         error.cast("double").alias("rel_error"),
