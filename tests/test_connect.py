@@ -71,6 +71,20 @@ def _punctuations(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame(rows, "row_num long, seg_id string, ts timestamp")
 
 
+def _hostile_names(spark: SparkSession) -> dict[str, DataFrame]:
+    """Column names with a dot and a back quote (tests/test_names.py): a replay, and SPL's delta
+    chain (pandas per partition), over them."""
+    spark.table(VIEW).toDF("row_num", "seg.id", "sp`eed", "t.s").createOrReplaceTempView(f"{VIEW}_names")
+    rep = replay(spark, f"SELECT `seg.id`, count(*) AS n, max(`sp``eed`) AS hi FROM {VIEW}_names "
+                        "[RANGE 20 SECONDS SLIDE 5 SECONDS WATTR `t.s`] GROUP BY `seg.id`", punctuation=punctuate.slack(1))
+    spl = wid.query(spark, f"SELECT `seg.id`, count(*) AS n FROM {VIEW}_names "
+                           "[sliding, delta(row_num, 20), delta(row_num, 5) partitioned BY `seg.id`]")
+    def compared(df: DataFrame) -> DataFrame:  # chispa sorts by names as F.col reads them
+        return df.toDF(*[c.replace(".", "_").replace("`", "_") for c in df.columns])
+
+    return {"results": compared(rep.results), "late": compared(rep.late), "spl": compared(spl)}
+
+
 CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
     "sliding": lambda spark: {"out": wid.query(spark, SLIDING)},
     "partitioned_rows": lambda spark: {"out": wid.query(
@@ -85,6 +99,7 @@ CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
         spark, f"SELECT seg_id, count(*) AS n, max(speed) AS hi FROM {VIEW} "
                "[sliding, delta(row_num, 20), delta(row_num, 5) partitioned BY seg_id]")},
     "sql": _sql,
+    "hostile_names": lambda spark: _hostile_names(spark),
 }
 #: Bad input: the same wid message on both sessions.
 ERRORS = {
