@@ -20,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid.bench_common import VIEW, cached, progress_lines, timed
+from wid.bench_scale import scale
 from wid.bench_kinds import REPLAY_QUERY, ROWS_CLAUSE, SPL_CLAUSE, fca, replay_vs_query, rows_parallel, spl, spl_delta
 from wid.console import aligned
 from wid.errors import WidError
@@ -193,6 +194,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--live", action="store_true",
                         help="time only wid live mode vs Spark's streaming window() with a watermark on --rows, "
                              "--slide and each of --ratios")
+    parser.add_argument("--scale", type=int, metavar="REPLAY_ROWS",
+                        help="time only a sliding query on --rows and its replay on REPLAY_ROWS disordered rows, "
+                             "with peak RSS (JVM, Python driver) and spill")
     parser.add_argument("--session", type=int, metavar="GAP",
                         help="with --live: session windows of GAP seconds (Spark's session_window) instead")
     parser.set_defaults(command=run)
@@ -212,6 +216,11 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         for ratio in args.ratios:  # Spark's window() makes range/slide copies of each tuple; wid one pane range
             print("\n".join(live_bench(session(), args.rows, args.segments, range_s=ratio * args.slide,
                                        slide_s=args.slide)))
+        return 0
+    if args.scale is not None:
+        if args.scale < 1:
+            raise WidError("--scale needs a number of replayed rows of at least 1")
+        print("\n".join(scale(session(), args.rows, args.scale)))
         return 0
     if args.replay:
         times = replay_vs_query(session(), args.rows, args.repeat)
