@@ -1,6 +1,7 @@
 """``wid bench --rows-window``: the ROWS query over the unpartitioned stream and per key, timed;
 ``wid bench --replay``: replay's results and late rows against the query, timed; ``wid bench
---live``: wid live and Spark's streaming window() over the same files, after a warm-up."""
+--live``: wid live and Spark's streaming window() over the same files, after a warm-up; ``wid bench
+--scale``: the time, peak memory and spill of a large query and replay."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import re
 
 import pytest
 
-from wid import bench_kinds
+from wid import bench_kinds, bench_scale
 from wid.live_bench import live_bench
 
 
@@ -48,3 +49,30 @@ def test_live_session_bench_reports_both_engines_and_the_emitted_sessions_kept(s
     # open sessions: at most a few per key at a time; every emitted one kept (id, start, last)
     assert 1 <= int(re.search(r"state: (\d+) panes max", lines[1]).group(1)) <= 5 * 3
     assert int(re.search(r"kept at the end: (\d+)", lines[3]).group(1)) > 5
+
+
+@pytest.mark.slow
+def test_scale_reports_time_peak_memory_and_spill_of_each_case(spark):
+    lines = bench_scale.scale(spark, rows=3000, replay_rows=2000)
+    assert [line.split(":")[0] for line in lines] == ["wid.query, sliding RANGE 300 s SLIDE 60 s", "wid.replay, heartbeat(5, 5)",
+                                                      "wid.replay, heartbeat(5, 5)"]
+    assert all(re.search(r"rows in [\d.]+ s; peak RSS: JVM [\d,]+ MiB, Python driver [\d,]+ MiB; spilled", line)
+               for line in lines)
+
+
+def test_footprint_counts_the_bytes_a_case_spills(spark):
+    """A window function over one partition spills once its buffer passes the thresholds; the
+    same without them spills nothing."""
+    def build():
+        return spark.range(20000).selectExpr("id", "sum(id) OVER (ORDER BY id ROWS BETWEEN 5 PRECEDING AND 5 FOLLOWING) AS s")
+
+    assert bench_scale.footprint(spark, build).spilled_disk == 0
+    settings = {"spark.sql.windowExec.buffer.in.memory.threshold": "100", "spark.sql.windowExec.buffer.spill.threshold": "100"}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        spilled = bench_scale.footprint(spark, build)
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+    assert spilled.spilled_disk > 0 and spilled.jvm_mib > 0 and spilled.python_mib > 0
