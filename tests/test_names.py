@@ -26,6 +26,7 @@ from wid.stream import live_run
 from wid.stream.live import live
 from wid.stream.replay import replay
 from wid.compiler import query
+from wid.errors import WidError
 
 #: Plain name -> the name it has in the hostile view.
 HOSTILE = {"k": "seg.id", "x": "t.s", "v": "sp ee`d.1"}
@@ -132,6 +133,7 @@ def test_live_mode_with_hostile_names_equals_replay(spark, views, tmp_path: Path
         ("sliding, delta(`a,b``c`, 5), delta(`t.s`, 3) partitioned BY `seg.id`, k", Sliding, ["a,b`c", "t.s"],
          ("seg.id", "k")),
         ("tumbling, punct(`p.x`)", Tumbling, ["p.x"], ()),
+        ("tumbling, punct(`partitioned`) partitioned BY k", Tumbling, ["partitioned"], ("k",)),
     ],
 )
 def test_spl_clauses_take_back_quoted_names(clause, kind, attributes, partition):
@@ -139,3 +141,25 @@ def test_spl_clauses_take_back_quoted_names(clause, kind, attributes, partition)
     spec = parse_spl(clause)
     assert isinstance(spec, kind) and spec.partition_by == partition
     assert [getattr(p, "attr", None) or p.marker for p in spec.policies] == attributes
+
+
+@pytest.mark.parametrize("clause", ["tumbling, delta(`t.s, 4)", "tumbling, count(4) partitioned BY `a`b`"])
+def test_an_unclosed_back_quote_is_named(clause):
+    with pytest.raises(WidError, match="a back-quoted name is not closed"):
+        parse_spl(clause)
+
+
+@pytest.mark.slow
+def test_renamed_columns_keep_clear_of_the_views_own_and_of_case(spark, views):
+    """A view that has a column named ``_wid_n1`` (the name a renamed column would take), and a
+    partition key written in another case than the view's (SPL delta chain: pandas per
+    partition): the rows of the plain query."""
+    spark.table("names_plain").toDF("row_num", "seg.id", "x", "_wid_n1").createOrReplaceTempView("names_taken")
+    plain = _text("tumbling, delta(row_num, 8) partitioned BY k", "names_plain", False)
+    taken = re.sub(r"\bk\b", quote("seg.id"), re.sub(r"\bv\b", "_wid_n1", plain.replace("names_plain", "names_taken")))
+    runs = {taken: (lambda t: query(spark, t), lambda t: replay(spark, t).results),
+            plain.replace("BY k]", "BY K]"): (lambda t: query(spark, t),)}
+    for text, ways in runs.items():
+        for run in ways:
+            got = run(text)
+            assert _differing(run(plain), got.toDF(*[{"seg.id": "k"}.get(c, c) for c in got.columns])) == 0, text

@@ -28,6 +28,7 @@ from wid.plan import Plan
 from wid.compiler import WindowQuery, query
 from wid.session import local_session, remote_session
 from wid.spec.clause import parse_window
+from wid.spec.sqlexpr import columns
 from wid.stream.replay import replay
 
 BAD_INPUT = 2
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         return 0
     if not WindowQuery.parse(plan.query).order_by:
         keys = [c for c in out.columns if c != "wid" and c in source.columns]
-        out = out.orderBy(*keys, "wid", *[c for c in out.columns if c not in keys and c != "wid"])
+        out = out.orderBy(*columns(keys), "wid", *columns([c for c in out.columns if c not in keys and c != "wid"]))
     print(table(out, args.limit))
     if late is not None:
         print(f"late: {late.count()} (tuple, window) rows")

@@ -21,13 +21,22 @@ def _plain(name: str) -> bool:
     return "." not in name and "`" not in name
 
 
+def _fresh(names: tuple[str, ...]) -> Iterator[str]:
+    """``_wid_n0``, ``_wid_n1``, ...: the ones no column of ``names`` has (in any case)."""
+    taken, i = {n.lower() for n in names}, 0
+    while True:
+        if f"_wid_n{i}" not in taken:
+            yield f"_wid_n{i}"
+        i += 1
+
+
 @dataclass(frozen=True)
 class PlainNames:
     """``names``: a DataFrame's columns; ``plain``: the same, each one a pyspark operator
-    cannot pass renamed ``_wid_n{i}``.
+    cannot pass renamed ``_wid_n{i}`` (a name no column has).
 
     >>> names = PlainNames(("row_num", "seg.id"), ("row_num", "_wid_n1"))
-    >>> names.column("seg.id"), names.column("row_num")
+    >>> names.column("seg.id"), names.column("ROW_NUM")
     ('_wid_n1', 'row_num')
     >>> import pyarrow as pa
     >>> names.arrow(pa.table({"row_num": [1], "_wid_n1": [2]})).column_names
@@ -40,13 +49,13 @@ class PlainNames:
     @classmethod
     def of(cls, df: DataFrame) -> tuple[DataFrame, PlainNames]:
         """``df`` with plain names (itself when all are), and the renaming."""
-        names = tuple(df.columns)
-        plain = tuple(c if _plain(c) else f"_wid_n{i}" for i, c in enumerate(names))
+        names, fresh = tuple(df.columns), _fresh(tuple(df.columns))
+        plain = tuple(c if _plain(c) else next(fresh) for c in names)
         return (df if plain == names else df.toDF(*plain)), cls(names, plain)
 
     def column(self, name: str) -> str:
-        """The plain name of column ``name``."""
-        return self.plain[self.names.index(name)]
+        """The plain name of column ``name`` (in any case, as Spark resolves names)."""
+        return self.plain[[n.lower() for n in self.names].index(name.lower())]
 
     def pandas(self, frame: Any) -> Any:
         """A pandas frame of the plain columns under the view's names."""

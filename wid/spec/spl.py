@@ -321,8 +321,10 @@ def parse_spl(clause: str) -> SplWindow:
     """The SPL window written in ``clause`` (see the module docstring for the grammar)."""
     if not is_spl(clause):
         raise WidError(f"an SPL window clause starts with tumbling or sliding: [{clause}]")
+    if clause.count("`") % 2:
+        raise WidError(f"a back-quoted name is not closed (a back quote inside one is doubled) in [{clause}]")
     partition_by: tuple[str, ...] = ()
-    found = list(_PARTITIONED.finditer(clause))
+    found = [m for m in _PARTITIONED.finditer(clause) if clause.count("`", 0, m.start()) % 2 == 0]  # not in a name
     if len(found) > 1:
         raise WidError(f"partitioned given twice in [{clause}]")
     body = clause
