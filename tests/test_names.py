@@ -151,15 +151,15 @@ def test_an_unclosed_back_quote_is_named(clause):
 
 @pytest.mark.slow
 def test_renamed_columns_keep_clear_of_the_views_own_and_of_case(spark, views):
-    """A view that has a column named ``_wid_n1`` (the name a renamed column would take), and a
-    partition key written in another case than the view's (SPL delta chain: pandas per
-    partition): the rows of the plain query."""
+    """A view that has a column named ``_wid_n1`` (the name a renamed column would take), and SPL
+    columns written in another case than the view's (Spark finds them; the Python scans of SPL
+    delta windows read the view's spelling): the rows of the plain query, in query and replay."""
     spark.table("names_plain").toDF("row_num", "seg.id", "x", "_wid_n1").createOrReplaceTempView("names_taken")
-    plain = _text("tumbling, delta(row_num, 8) partitioned BY k", "names_plain", False)
-    taken = re.sub(r"\bk\b", quote("seg.id"), re.sub(r"\bv\b", "_wid_n1", plain.replace("names_plain", "names_taken")))
-    runs = {taken: (lambda t: query(spark, t), lambda t: replay(spark, t).results),
-            plain.replace("BY k]", "BY K]"): (lambda t: query(spark, t),)}
-    for text, ways in runs.items():
-        for run in ways:
-            got = run(text)
-            assert _differing(run(plain), got.toDF(*[{"seg.id": "k"}.get(c, c) for c in got.columns])) == 0, text
+    for clause in ("tumbling, delta(row_num, 8) partitioned BY k", "tumbling, delta(x, 4) partitioned BY k"):
+        plain = _text(clause, "names_plain", False)
+        taken = re.sub(r"\bk\b", quote("seg.id"), re.sub(r"\bv\b", "_wid_n1", plain.replace("names_plain", "names_taken")))
+        cased = plain.replace("BY k]", "BY K]").replace("(x, 4)", "(X, 4)")
+        for run in (lambda t: query(spark, t), lambda t: replay(spark, t).results):
+            for text in (taken, cased):
+                got = run(text)
+                assert _differing(run(plain), got.toDF(*[{"seg.id": "k"}.get(c, c) for c in got.columns])) == 0, text

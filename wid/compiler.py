@@ -106,8 +106,10 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
     except AnalysisException:
         raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
+    columns = {c.lower(): c for c in source.columns}
+    spec = spec.named(lambda c: columns.get(c.lower(), c))  # the view's spelling
     for name in (WID, *spec.extent_columns):
-        if name in [c.lower() for c in source.columns]:
+        if name in columns:
             raise WidError(f"view {parsed.source!r} already has a column named {name!r}")
     tagged = spec.bucket(source)
     if parsed.where:
@@ -115,7 +117,6 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
 
     derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column
-    columns = {c.lower(): c for c in source.columns}
     aliases = {_normal(item.alias): item for item in parsed.select}
     for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
         expr = aliases[_normal(expr)].expr if _normal(expr) in aliases and _normal(expr) not in columns else expr

@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from fractions import Fraction
+from collections.abc import Callable
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
@@ -56,6 +57,12 @@ class WindowSpec(ABC):
 
     def grouped(self, keys: tuple[str, ...]) -> WindowSpec:
         """The windows of a query grouped by the columns ``keys`` (the same, unless windows are per key)."""
+        return self
+
+    def named(self, name: Callable[[str], str]) -> WindowSpec:
+        """This window with each column it names spelled as ``name`` spells it (the view's own
+        spelling: Spark finds a column in any case, the Python scans do not). The same for kinds
+        whose columns reach only Spark."""
         return self
 
     def extent(self, w):
