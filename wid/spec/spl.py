@@ -41,8 +41,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pyspark.sql import DataFrame
@@ -69,9 +68,6 @@ class Count:
         if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n <= 0:
             raise WidError(f"count(n) needs a positive whole number, got {self.n!r}")
 
-    def named(self, name: Callable[[str], str]) -> Count:
-        return self
-
 
 @dataclass(frozen=True)
 class Delta:
@@ -89,10 +85,6 @@ class Delta:
         if not math.isfinite(self.delta) or self.delta < 0:
             raise WidError(f"delta({self.attr}, d) needs d >= 0, got {self.delta!r}")
 
-    def named(self, name: Callable[[str], str]) -> Delta:
-        """This policy on ``name(attr)`` (:meth:`SplWindow.named`)."""
-        return replace(self, attr=name(self.attr))
-
 
 @dataclass(frozen=True)
 class Time:
@@ -107,18 +99,12 @@ class Time:
         if not math.isfinite(self.period) or self.period <= 0:
             raise WidError(f"time(p) needs p > 0, got {self.period!r}")
 
-    def named(self, name: Callable[[str], str]) -> Time:
-        return self
-
 
 @dataclass(frozen=True)
 class Punct:
     """punct() (tumbling only): a punctuation (a true ``marker`` row) flushes every subwindow."""
 
     marker: str = PUNCT_MARKER
-
-    def named(self, name: Callable[[str], str]) -> Punct:
-        return replace(self, marker=name(self.marker))
 
 
 Policy = Count | Delta | Time | Punct
@@ -177,15 +163,6 @@ class SplWindow(Operational):
     @property
     def partition(self) -> tuple[str, ...]:
         return self.partition_by
-
-    def named(self, name: Callable[[str], str]) -> SplWindow:
-        """The partition attributes and the policies' columns spelled by ``name``.
-
-        >>> parse_spl("tumbling, delta(X, 4) partitioned BY K").named(str.lower)
-        Tumbling(partition_by=('k',), partition_eviction=None, eviction=Delta(attr='x', delta=4), incomplete=True)
-        """
-        policies = {f.name: getattr(self, f.name).named(name) for f in fields(self) if f.name in ("eviction", "trigger")}
-        return replace(self, partition_by=tuple(map(name, self.partition_by)), **policies)
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.spl`): each tuple's range of triggers, from its insertion to its eviction."""
