@@ -151,15 +151,29 @@ def test_an_unclosed_back_quote_is_named(clause):
 
 @pytest.mark.slow
 def test_renamed_columns_keep_clear_of_the_views_own_and_of_case(spark, views):
-    """A view that has a column named ``_wid_n1`` (the name a renamed column would take), and SPL
+    """A view that has a column named ``_wid_n0`` (the first name a renamed column would take), and SPL
     columns written in another case than the view's (Spark finds them; the Python scans of SPL
     delta windows read the view's spelling): the rows of the plain query, in query and replay."""
-    spark.table("names_plain").toDF("row_num", "seg.id", "x", "_wid_n1").createOrReplaceTempView("names_taken")
+    spark.table("names_plain").toDF("row_num", "seg.id", "x", "_wid_n0").createOrReplaceTempView("names_taken")
     for clause in ("tumbling, delta(row_num, 8) partitioned BY k", "tumbling, delta(x, 4) partitioned BY k"):
         plain = _text(clause, "names_plain", False)
-        taken = re.sub(r"\bk\b", quote("seg.id"), re.sub(r"\bv\b", "_wid_n1", plain.replace("names_plain", "names_taken")))
+        taken = re.sub(r"\bk\b", quote("seg.id"), re.sub(r"\bv\b", "_wid_n0", plain.replace("names_plain", "names_taken")))
         cased = plain.replace("BY k]", "BY K]").replace("(x, 4)", "(X, 4)")
         for run in (lambda t: query(spark, t), lambda t: replay(spark, t).results):
             for text in (taken, cased):
                 got = run(text)
                 assert _differing(run(plain), got.toDF(*[{"seg.id": "k"}.get(c, c) for c in got.columns])) == 0, text
+
+
+@pytest.mark.parametrize("kind", ["sliding", "rows_pattr", "spl_count"])
+def test_a_space_in_a_key_is_part_of_its_name(spark, views, kind):
+    """GROUP BY (or PATTR, or ``partitioned BY``) ```k k``` over a view that also has ``kk``
+    (other values): the groups of ``k k``, the plain query's rows, in query and replay."""
+    spark.table("names_plain").selectExpr("row_num", "k AS `k k`", "-k - 1 AS kk", "x", "v") \
+        .createOrReplaceTempView("names_spaced")
+    clause, generator = KINDS[kind]
+    plain = _text(clause, "names_plain", False)
+    spaced = re.sub(r"\bk\b", quote("k k"), plain.replace("names_plain", "names_spaced"))
+    for run in (lambda t: query(spark, t), lambda t: replay(spark, t, punctuation=generator).results):
+        got = run(spaced)
+        assert _differing(run(plain), got.toDF(*[{"k k": "k"}.get(c, c) for c in got.columns])) == 0, spaced

@@ -21,7 +21,7 @@ from wid.aggregate.range import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Expr, Sql, column, null_like, quote
+from wid.spec.sqlexpr import Expr, Sql, column, column_name, null_like, quote
 from wid.spec.base import WindowSpec
 from wid.text import WindowQuery
 
@@ -30,7 +30,17 @@ WINDOW_START, WINDOW_END = "window_start", "window_end"
 
 
 def _normal(expr: str) -> str:
-    return re.sub(r"\s+", "", expr.replace("`", "")).lower()
+    """``expr`` compared as Spark compares names: a single (back-quoted) identifier unquoted, any other
+    expression without the blanks outside its back quotes; in lower case.
+
+    >>> [_normal(e) for e in ["Seg_Id", "`seg id`", "`a``b`", "a + `b c`"]]
+    ['seg_id', 'seg id', 'a`b', 'a+`b c`']
+    """
+    name = column_name(expr.strip())
+    if name != expr.strip():
+        return name.lower()
+    return "".join(part if part.startswith("`") else re.sub(r"\s+", "", part)
+                   for part in re.split(r"(`(?:[^`]|``)*`)", expr)).lower()
 
 
 @dataclass

@@ -3,8 +3,8 @@
 
 Those operators pass each column on as ``df[name]``, which reads ``a.b`` as field ``b`` of a
 column ``a`` and refuses a lone back quote, so a view with such a column name fails in them
-however the query quotes it. :class:`PlainNames` renames such columns (``_wid_n{i}``, ``i``
-its position) on the way in and gives the function its data under the view's own names, by
+however the query quotes it. :class:`PlainNames` renames such columns (``_wid_n0``, ``_wid_n1``, ...:
+names no column has) on the way in and gives the function its data under the view's own names, by
 position; the operator's output schema keeps the view's names (a schema is taken as written).
 """
 
@@ -33,14 +33,14 @@ def _fresh(names: tuple[str, ...]) -> Iterator[str]:
 @dataclass(frozen=True)
 class PlainNames:
     """``names``: a DataFrame's columns; ``plain``: the same, each one a pyspark operator
-    cannot pass renamed ``_wid_n{i}`` (a name no column has).
+    cannot pass renamed ``_wid_n{i}`` (the first names no column has).
 
-    >>> names = PlainNames(("row_num", "seg.id"), ("row_num", "_wid_n1"))
+    >>> names = PlainNames(("row_num", "seg.id", "_wid_n0"), ("row_num", "_wid_n1", "_wid_n0"))
     >>> names.column("seg.id"), names.column("ROW_NUM")
     ('_wid_n1', 'row_num')
     >>> import pyarrow as pa
-    >>> names.arrow(pa.table({"row_num": [1], "_wid_n1": [2]})).column_names
-    ['row_num', 'seg.id']
+    >>> names.arrow(pa.table({"row_num": [1], "_wid_n1": [2], "_wid_n0": [3]})).column_names
+    ['row_num', 'seg.id', '_wid_n0']
     """
 
     names: tuple[str, ...]

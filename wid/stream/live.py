@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -88,6 +89,9 @@ class _Unfinished:
 
     def grouped(self, keys: tuple[str, ...]) -> _Unfinished:
         return _Unfinished(self.spec.grouped(keys))
+
+    def named(self, name: Callable[[str], str]) -> _Unfinished:
+        return _Unfinished(self.spec.named(name))
 
     def bucket(self, df: DataFrame) -> DataFrame:
         return self.spec.live_bucket(df).withColumn(KEPT, F.lit(True))
