@@ -23,7 +23,7 @@ PUBLIC = {
     "wid.bucket.nan": [],
     "wid.bucket.plain": ["PlainNames"],
     "wid.spec.spl": [],
-    "wid.spec.operational": ["spelled"],
+    "wid.spec.base": ["spelled"],
     "wid.stream.scan": ["before"],
     "wid.stream.live_input": ["spark_hash", "bucket_keys"],
     "wid.stream.live_processor": [],

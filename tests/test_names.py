@@ -177,3 +177,18 @@ def test_a_space_in_a_key_is_part_of_its_name(spark, views, kind):
     for run in (lambda t: query(spark, t), lambda t: replay(spark, t, punctuation=generator).results):
         got = run(spaced)
         assert _differing(run(plain), got.toDF(*[{"k k": "k"}.get(c, c) for c in got.columns])) == 0, spaced
+
+
+@pytest.mark.slow
+def test_live_keys_written_in_another_case_equal_replay(spark, views, tmp_path: Path):
+    """``PATTR K`` and ``GROUP BY K`` over the column ``k`` (Spark finds it in any case, live
+    mode's state reads the view's spelling): live over 2 micro-batches equals replay."""
+    text = ("SELECT K, count(*) AS n, sum(v) AS s FROM names_plain "
+            "[RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR K] GROUP BY K")
+    source = live_run.source(spark, live_run.split_into_files(spark.table("names_plain"), tmp_path / "in", 2))
+    job = live(spark, text, source)
+    live_run.run(live_run.start(job, tmp_path / "out", tmp_path / "checkpoint"))
+    results, _ = live_run.read_output(spark, job, tmp_path / "out")
+    expected = replay(spark, text).results
+    assert results.count() > 0
+    assert _differing(results, expected.select(*[F.col(quote(c)) for c in results.columns])) == 0

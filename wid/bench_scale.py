@@ -23,6 +23,7 @@ from wid.bench_common import progress_lines, timed
 from wid.compiler import query
 from wid.datasets.disorder import disorder
 from wid.datasets.traffic import traffic
+from wid.errors import WidError
 from wid.stream.punctuate import heartbeat
 from wid.stream.replay import replay
 
@@ -42,6 +43,7 @@ class Footprint:
     spilled_disk: int
 
     def line(self, name: str, rows: int) -> str:
+        """One line of the report: case ``name`` over ``rows`` rows."""
         return (f"{name}: {rows:,} rows in {self.seconds:.1f} s; peak RSS: JVM {self.jvm_mib:,.0f} MiB, "
                 f"Python driver {self.python_mib:,.0f} MiB; spilled {self.spilled_memory / 2**20:,.0f} MiB "
                 f"(memory) / {self.spilled_disk / 2**20:,.0f} MiB (disk)")
@@ -56,9 +58,11 @@ def _jvm_peak_mib(spark: SparkSession) -> float:
     return float("nan")
 
 
-def _spilled(spark: SparkSession) -> dict[int, tuple[int, int]]:
-    """Per stage id so far: bytes spilled (memory, disk), from Spark's status store."""
+def _spilled(spark: SparkSession) -> dict[tuple[int, int], tuple[int, int]]:
+    """Per stage ``(id, attempt)`` so far: bytes spilled (memory, disk), from Spark's status store
+    (once the listener bus has delivered every event of the jobs run so far)."""
     sc = spark.sparkContext
+    sc._jsc.sc().listenerBus().waitUntilEmpty()
     empty = sc._jvm.java.util.ArrayList()
     stages = sc._jsc.sc().statusStore().stageList(empty, False, False, sc._gateway.new_array(sc._jvm.double, 0), empty)
     out = {}
@@ -81,6 +85,8 @@ def scale(spark: SparkSession, rows: int, replay_rows: int) -> list[str]:
     """The sliding query :data:`SCALE_QUERY` over ``rows`` traffic readings, then its replay with
     ``heartbeat(5, 5)`` over ``replay_rows`` bounded-disorder readings (results and late rows):
     a :meth:`Footprint.line` each."""
+    if not hasattr(spark, "_jsc"):  # a Spark Connect session: no JVM of its own to read
+        raise WidError("wid bench --scale reads the local session's JVM (peak RSS, spill): run it without --remote")
     progress = progress_lines()
     lines = []
     data = traffic(spark, rows).persist(StorageLevel.DISK_ONLY)
@@ -91,6 +97,7 @@ def scale(spark: SparkSession, rows: int, replay_rows: int) -> list[str]:
             "wid.query, sliding RANGE 300 s SLIDE 60 s", rows))
         progress(lines[-1])
     finally:
+        spark.catalog.dropTempView("scale_stream")
         data.unpersist()
     data = disorder(spark, replay_rows, "bounded", 10.0, 0.2, seed=1).persist(StorageLevel.DISK_ONLY)
     try:
@@ -101,5 +108,6 @@ def scale(spark: SparkSession, rows: int, replay_rows: int) -> list[str]:
             lines.append(footprint(spark, build).line(f"wid.replay, heartbeat(5, 5): {name}", replay_rows))
             progress(lines[-1])
     finally:
+        spark.catalog.dropTempView("scale_disordered")
         data.unpersist()
     return lines

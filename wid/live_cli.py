@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from wid.errors import WidError
 from wid.experiment import punctuation_of
 from wid.plan import Plan
+from wid.spec.sqlexpr import columns
 from wid.stream import live_run
 from wid.stream.live import live
 
@@ -59,6 +60,6 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
     results, late = live_run.read_output(spark, job, work / "out")
     print(f"{results.count()} results and {late.count()} late rows in {work / 'out'} (column kind)")
-    first = results.orderBy(results.emit_row.asc_nulls_last(), *results.columns[:-1]).limit(args.limit)
+    first = results.orderBy(results.emit_row.asc_nulls_last(), *columns(results.columns[:-1])).limit(args.limit)
     print(first.toPandas().to_string(index=False))
     return 0

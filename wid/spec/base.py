@@ -7,15 +7,41 @@ imported when called. The kinds: :mod:`wid.spec.windows` (context-free), :mod:`w
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import replace
+from dataclasses import fields, is_dataclass, replace
 from fractions import Fraction
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame
 
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, clause_number, places, times
+
+
+#: Fields of a window or policy that name columns (a name, or a tuple of names).
+COLUMN_FIELDS = frozenset({"wattr", "pattr", "rattr", "keys", "attr", "attrs", "marker", "partition_by",
+                           "per_group", "ts"})
+
+
+def spelled(item: Any, name: Callable[[str], str]) -> Any:
+    """``item`` (a window or policy dataclass) with each column it names (:data:`COLUMN_FIELDS`)
+    spelled by ``name``, its policies (fields holding one, or a tuple of them) alike.
+
+    >>> from wid.spec.spl import parse_spl
+    >>> spelled(parse_spl("tumbling, delta(X, 4) partitioned BY K"), str.lower)
+    Tumbling(partition_by=('k',), partition_eviction=None, eviction=Delta(attr='x', delta=4), incomplete=True)
+    >>> from wid.spec.clause import parse_window
+    >>> spelled(parse_window("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR K"), str.lower).pattr
+    'k'
+    """
+    def one(field: str, value: Any) -> Any:
+        if is_dataclass(value):
+            return spelled(value, name)
+        if isinstance(value, tuple):
+            return tuple(one(field, v) for v in value)
+        return name(value) if field in COLUMN_FIELDS and isinstance(value, str) else value
+
+    return replace(item, **{f.name: one(f.name, getattr(item, f.name)) for f in fields(item) if f.init})
 
 
 class WindowSpec(ABC):
@@ -61,9 +87,9 @@ class WindowSpec(ABC):
 
     def named(self, name: Callable[[str], str]) -> WindowSpec:
         """This window with each column it names spelled as ``name`` spells it (the view's own
-        spelling: Spark finds a column in any case, the Python scans do not). The same for kinds
-        whose columns reach only Spark."""
-        return self
+        spelling: Spark finds a column in any case, the Python scans and live mode's state do
+        not): :func:`spelled`."""
+        return spelled(self, name)
 
     def extent(self, w):
         """Half-open ``[start, end)`` of window ``w`` on ``x`` (``w`` an id, a Column or SQL text

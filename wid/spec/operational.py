@@ -4,36 +4,12 @@ discretizations: :mod:`wid.spec.flink`): the window-ids number the emissions of 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from dataclasses import fields, is_dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from pyspark.sql import DataFrame
 
 from wid.spec.numbers import Number
 from wid.spec.base import WindowSpec
-
-
-#: Fields of an operational window or policy that name columns (a name, or a tuple of names).
-COLUMN_FIELDS = frozenset({"attr", "attrs", "marker", "partition_by", "per_group", "ts"})
-
-
-def spelled(item: Any, name: Callable[[str], str]) -> Any:
-    """``item`` (a window or policy dataclass) with each column it names spelled by ``name``,
-    its policies (fields holding one, or a tuple of them) alike.
-
-    >>> from wid.spec.spl import parse_spl
-    >>> spelled(parse_spl("tumbling, delta(X, 4) partitioned BY K"), str.lower)
-    Tumbling(partition_by=('k',), partition_eviction=None, eviction=Delta(attr='x', delta=4), incomplete=True)
-    """
-    def one(field: str, value: Any) -> Any:
-        if is_dataclass(value):
-            return spelled(value, name)
-        if isinstance(value, tuple):
-            return tuple(one(field, v) for v in value)
-        return name(value) if field in COLUMN_FIELDS and isinstance(value, str) else value
-
-    return replace(item, **{f.name: one(f.name, getattr(item, f.name)) for f in fields(item) if f.init})
 
 
 class Operational(WindowSpec):
@@ -61,10 +37,6 @@ class Operational(WindowSpec):
 
         fired = self._bucket().fired
         return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
-
-    def named(self, name: Callable[[str], str]) -> Operational:
-        """The partition attributes and the policies' columns spelled by ``name`` (:func:`spelled`)."""
-        return spelled(self, name)
 
     @property
     def live(self) -> bool:

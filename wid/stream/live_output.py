@@ -55,12 +55,14 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     is_result = column("kind") == "result"
     named = {name: e for e, name in compiled.outputs(column)}  # SELECT items, window_start/_end after wid
     same = {name for c, name in compiled.output if c == name}
-    columns = {name: e if name in same or name not in payload else F.when(is_result, e).otherwise(column(name))
-               for name, e in named.items()}
+    streamed = {c.lower(): c for c in payload}  # Spark names a column in any case
+    columns = {name: e if name in same or name.lower() not in streamed
+               else F.when(is_result, e).otherwise(column(streamed[name.lower()])) for name, e in named.items()}
     columns[EMIT_ROW] = column(EMIT_ROW)
     columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
     for c in [*payload, WID]:
-        columns.setdefault(c, column(c))
+        if c.lower() not in {name.lower() for name in columns}:
+            columns[c] = column(c)
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
     out = out.select("kind", *map(column, [*payload, *[k for k in keys if k not in payload]]), WID, EMIT_ROW,
                      *[e.alias(name) for name, e in extents.items()],
@@ -70,5 +72,5 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
     results = frame.where(is_result).select(*map(column, named), EMIT_ROW, REVISION)
-    late = frame.where(~is_result).select(*map(column, payload), WID)
+    late = frame.where(~is_result).select(*[column(c).alias(c) for c in payload], WID)
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)
