@@ -68,11 +68,12 @@ def test_footprint_counts_the_bytes_a_case_spills(spark):
 
     assert bench_scale.footprint(spark, build).spilled_disk == 0
     settings = {"spark.sql.windowExec.buffer.in.memory.threshold": "100", "spark.sql.windowExec.buffer.spill.threshold": "100"}
+    previous = {key: spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         spilled = bench_scale.footprint(spark, build)
     finally:
-        for key in settings:
-            spark.conf.unset(key)
+        for key, value in previous.items():
+            spark.conf.unset(key) if value is None else spark.conf.set(key, value)
     assert spilled.spilled_disk > 0 and spilled.jvm_mib > 0 and spilled.python_mib > 0

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wid.aggregate.range import SHORT, Aggregate, range_aggregate, range_aggregate_sql
+from wid.aggregate.range import DIRECT, SHORT, Aggregate, range_aggregate, range_aggregate_sql
 from wid.spec.windows import Landmark, Sliding
 
 AGGREGATES = [Aggregate("n", "count"), Aggregate("nv", "count", "v"), Aggregate("total", "sum", "v"),
@@ -60,19 +60,19 @@ def test_range_aggregate_equals_expansion(spark, keyed):
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keys", "no-keys"])
 def test_short_ranges_spread_from_their_panes_as_expansion(spark, keyed):
-    """A caller that bounds every range by SHORT ids (a sliding window's ceil(r/s)): the panes
+    """A caller that bounds every range by DIRECT ids (a sliding window's ceil(r/s)): the panes
     spread straight over their ids, in wid.query's plan and in the SQL text of a view."""
-    tuples = [t for t in _tuples(8, 900) if t[2] - t[1] < SHORT]
+    tuples = [t for t in _tuples(8, 900) if t[2] - t[1] < DIRECT]
     df = spark.createDataFrame(tuples, "k string, wid_lo long, wid_hi long, v double")
     df.createOrReplaceTempView("wid_short_ranges")
     keys = ["k"] if keyed else []
-    text = range_aggregate_sql("wid_short_ranges", keys, AGGREGATES, {f.name: f.dataType for f in df.schema}, SHORT)
-    for out in (range_aggregate(df, keys, AGGREGATES, SHORT), spark.sql(text)):
+    text = range_aggregate_sql("wid_short_ranges", keys, AGGREGATES, {f.name: f.dataType for f in df.schema}, DIRECT)
+    for out in (range_aggregate(df, keys, AGGREGATES, DIRECT), spark.sql(text)):
         rows = out.collect()
         got = {(r["k"] if keyed else None, r["wid"], r["n"], r["nv"], r["total"], r["mean"], r["lo"], r["hi"])
                for r in rows}
         assert len(rows) == len(got) and got == _expected(tuples, keyed)
-    assert "_wid_level" not in text and "_wid_level" in range_aggregate_sql("t", keys, AGGREGATES, {}, SHORT + 1)
+    assert "_wid_level" not in text and "_wid_level" in range_aggregate_sql("t", keys, AGGREGATES, {}, DIRECT + 1)
 
 
 def _windows_holding(x: Fraction, r: Fraction, s: Fraction) -> int:

@@ -8,7 +8,7 @@ Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into it
 
 1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial
    (a tumbling group-by), then move once to the partition of their keys (when the caller
-   bounds every range by :data:`SHORT` ids, the panes go straight to step 3, each over its ids);
+   bounds every range by :data:`DIRECT` ids, the panes go straight to step 3, each over its ids);
 2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
    canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
    segment tree), a short pane into its ids (level-0 blocks, at most ``SHORT``), and the
@@ -40,6 +40,10 @@ from wid.spec.sqlexpr import columns, quote
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
 SHORT = 8
+#: A caller's bound on every range up to this many ids: each pane spreads straight over its ids,
+#: no block stage (on 20M rows, 50 keys, faster than the blocks up to 24 ids, even at 32, slower
+#: from 48 on: ``wid bench``'s stream, 2026-11-26).
+DIRECT = 24
 
 #: Steps of a pane ``[wid_lo, wid_hi]``: a short one steps through its ids (level-0 blocks
 #: ``j = wid_lo + i``); a long one through the canonical dyadic blocks, ``i < 2K + 4`` with
@@ -141,9 +145,9 @@ def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[st
 
 
 def short(span: int | None) -> bool:
-    """Every range holds at most :data:`SHORT` ids (``span``: a bound on ``wid_hi - wid_lo + 1``
+    """Every range holds at most :data:`DIRECT` ids (``span``: a bound on ``wid_hi - wid_lo + 1``
     that the caller knows, None when it knows none): the panes spread over their ids at once."""
-    return span is not None and span <= SHORT
+    return span is not None and span <= DIRECT
 
 
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
@@ -152,7 +156,9 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     ``keys``, ``wid`` and one per aggregate alias. ``span``: a bound on every range's number of
     ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
-    followed by another)."""
+    followed by another). With keys, the panes move once to their keys' partition: the later
+    group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
+    after the pane stage)."""
     if not all(a.decomposable for a in aggregates):
         return _expanded(tagged, keys, aggregates)
     types = {f.name: f.dataType for f in tagged.schema.fields}
@@ -161,10 +167,10 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     names, keys = [name for name, _ in partials], columns(keys)
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
-    if short(span):
-        return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
+    if short(span):
+        return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
     steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
     blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
         *[_as(sql, name) for name, sql in merges])
@@ -191,11 +197,10 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
     names = "".join(f"{name}, " for name, _ in partials)
     panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
-             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi")
+             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {key[:-2]}" if keys else "")
     if short(span):
         ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
     else:
-        panes += f" DISTRIBUTE BY {key[:-2]}" if keys else ""
         steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
         blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
                   f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")

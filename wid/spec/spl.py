@@ -49,6 +49,7 @@ from pyspark.sql import DataFrame
 from wid.errors import WidError
 from wid.spec.numbers import number
 from wid.spec.operational import Operational
+from wid.spec.sqlexpr import column_name
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"
@@ -272,9 +273,7 @@ def _items(text: str) -> list[str]:
 
 def _name(text: str) -> str | None:
     """The column ``text`` names (plain, or back-quoted: unquoted, a doubled back quote single), else None."""
-    if not re.fullmatch(_NAME, text):
-        return None
-    return text[1:-1].replace("``", "`") if text.startswith("`") else text
+    return column_name(text) if re.fullmatch(_NAME, text) else None
 
 
 def is_spl(clause: str) -> bool:

@@ -61,7 +61,7 @@ from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
 from wid.text import WindowQuery
-from wid.spec.sqlexpr import column
+from wid.spec.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -180,7 +180,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
     carried = [c for c in dict.fromkeys([*keys, *payload, *values, *scanned]) if c != "row_num"]
-    copies = {a: e.strip("`") for a, e in compiled.derived.items() if e.strip("`") in carried}  # a copied column
+    copies = {a: column_name(e) for a, e in compiled.derived.items() if column_name(e) in carried}  # a copied column
     nan = NanFlags.of(tagged.schema, [c for c in carried if c not in copies])  # NULL and NaN apart in Python
     flag_of = {**nan.flags, **{a: nan.flags[c] for a, c in copies.items() if c in nan.flags}}
     compiled, tagged = replace(compiled, tagged=nan.add(compiled.tagged)), nan.add(tagged)

@@ -46,10 +46,10 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
     """One row per exact extent: keys, ``wid``, ``exact``, ``emitted``, ``emit_row``,
     ``latency``, ``latency_rows``, ``rel_error``, ``incorrect``."""
     compiled = rep.compiled
-    names = {name: column for column, name in compiled.output}
+    names = {name: c for c, name in compiled.output}
     if metric not in names or names[metric] in compiled.keys or names[metric] == WID:
         raise WidError(f"metric {metric!r} is not an aggregate of the query (columns: {', '.join(names)})")
-    keys = [name for column, name in compiled.output if column in compiled.keys or column == WID]
+    keys = [name for c, name in compiled.output if c in compiled.keys or c == WID]
     stream = compiled.tagged
     if clock not in stream.columns:
         raise WidError(f"latency needs an arrival clock: the stream has no {clock!r} column")
