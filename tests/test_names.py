@@ -193,3 +193,15 @@ def test_live_keys_written_in_another_case_equal_replay(spark, views, tmp_path: 
     expected = replay(spark, text).results
     assert results.count() > 0
     assert _differing(results, expected.select(*[F.col(quote(c)) for c in results.columns])) == 0
+
+
+@pytest.mark.parametrize("item, group", [("pmod(k, 2) AS `k mod`", "`k mod`"), ("k + 1 AS k1", "`k` + 1"),
+                                         ("lower(CAST(k AS STRING)) AS kl", "LOWER(CAST(`K` AS STRING))")])
+def test_a_key_is_found_however_the_query_quotes_it(spark, views, item, group):
+    """GROUP BY an alias with a space, or the select item's expression with its names
+    back-quoted or in another case: the rows of the query grouped by the plain alias."""
+    plain = f"SELECT {item.rsplit(' AS ', 1)[0]} AS g, count(*) AS n, sum(v) AS s FROM names_plain " \
+            f"[RANGE 4 SLIDE 2 WATTR x] GROUP BY g"
+    quoted = f"SELECT {item}, count(*) AS n, sum(v) AS s FROM names_plain [RANGE 4 SLIDE 2 WATTR x] GROUP BY {group}"
+    got = query(spark, quoted)
+    assert _differing(query(spark, plain), got.toDF(*["g" if i == 3 else c for i, c in enumerate(got.columns)])) == 0

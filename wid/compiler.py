@@ -31,16 +31,22 @@ WINDOW_START, WINDOW_END = "window_start", "window_end"
 
 def _normal(expr: str) -> str:
     """``expr`` compared as Spark compares names: a single (back-quoted) identifier unquoted, any other
-    expression without the blanks outside its back quotes; in lower case.
+    expression without the blanks outside its back quotes and without the back quotes around
+    plain identifiers; in lower case.
 
-    >>> [_normal(e) for e in ["Seg_Id", "`seg id`", "`a``b`", "a + `b c`"]]
-    ['seg_id', 'seg id', 'a`b', 'a+`b c`']
+    >>> [_normal(e) for e in ["Seg_Id", "`seg id`", "`a``b`", "a + `b c`", "`K` + 1", "`s`.`f`"]]
+    ['seg_id', 'seg id', 'a`b', 'a+`b c`', 'k+1', 's.f']
     """
     name = column_name(expr.strip())
     if name != expr.strip():
         return name.lower()
-    return "".join(part if part.startswith("`") else re.sub(r"\s+", "", part)
-                   for part in re.split(r"(`(?:[^`]|``)*`)", expr)).lower()
+
+    def part(text: str) -> str:
+        if not text.startswith("`"):
+            return re.sub(r"\s+", "", text)
+        return text[1:-1] if re.fullmatch(r"`[A-Za-z_]\w*`", text) else text
+
+    return "".join(map(part, re.split(r"(`(?:[^`]|``)*`)", expr))).lower()
 
 
 @dataclass
@@ -127,7 +133,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
 
     derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column
-    aliases = {_normal(item.alias): item for item in parsed.select}
+    aliases = {_normal(quote(item.alias)): item for item in parsed.select}
     for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
         expr = aliases[_normal(expr)].expr if _normal(expr) in aliases and _normal(expr) not in columns else expr
         if _normal(expr) in keys:

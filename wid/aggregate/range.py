@@ -20,7 +20,7 @@ The blocks of one level are disjoint and cover only non-empty windows, so the lo
 yield at most (non-empty windows) rows per level: the cost grows with
 ``log2(range/slide)``, not ``range/slide``. All of it is Column expressions, generators
 and group-bys (whole-stage code generation, no lambda functions), on one shuffle of the
-tuples and one of the panes. The expressions are SQL text, one ``expr`` each: building the
+tuples and, with keys, one of the panes (without keys, the blocks and the ids shuffle too). The expressions are SQL text, one ``expr`` each: building the
 plan costs a handful of calls into the JVM, not one per operator. Other aggregates (``fn="sql"``) fall back to expanding every
 tuple into its ids.
 """
@@ -41,8 +41,8 @@ _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
 SHORT = 8
 #: A caller's bound on every range up to this many ids: each pane spreads straight over its ids,
-#: no block stage (on 20M rows, 50 keys, faster than the blocks up to 24 ids, even at 32, slower
-#: from 48 on: ``wid bench``'s stream, 2026-11-26).
+#: no block stage (on ``wid bench``'s 20M rows, 50 keys: faster than the blocks up to 24 ids, as
+#: fast at 32, slower from 48 on; 2026-11-26).
 DIRECT = 24
 
 #: Steps of a pane ``[wid_lo, wid_hi]``: a short one steps through its ids (level-0 blocks

@@ -5,6 +5,7 @@ key's neighbouring tuples (``[first a, last a + g)``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import ClassVar
@@ -155,6 +156,11 @@ class Session(WindowSpec):
     def grouped(self, keys: tuple[str, ...]) -> Session:
         """The sessions of a query grouped by the columns ``keys`` (sessions are per key)."""
         return replace(self, keys=tuple(dict.fromkeys((*self.partition, *map(column_name, keys)))))
+
+    def named(self, name: Callable[[str], str]) -> Session:
+        """:meth:`WindowSpec.named`, each key once (``PATTR K`` and ``GROUP BY k`` name one column)."""
+        spelled = super().named(name)
+        return replace(spelled, keys=tuple(dict.fromkeys(spelled.keys)))
 
     def closed(self, bound: Column) -> Column:
         """The bound itself (in ``x`` units): it closes the sessions with ``last + g <= bound``."""
