@@ -20,9 +20,10 @@ The blocks of one level are disjoint and cover only non-empty windows, so the lo
 yield at most (non-empty windows) rows per level: the cost grows with
 ``log2(range/slide)``, not ``range/slide``. All of it is Column expressions, generators
 and group-bys (whole-stage code generation, no lambda functions), on one shuffle of the
-tuples and, with keys, one of the panes (without keys, the blocks and the ids shuffle too). The expressions are SQL text, one ``expr`` each: building the
-plan costs a handful of calls into the JVM, not one per operator. Other aggregates (``fn="sql"``) fall back to expanding every
-tuple into its ids.
+tuples and, with keys, one of the panes (without keys, the blocks and the ids shuffle too).
+The expressions are SQL text, one ``expr`` each: building the plan costs a handful of calls
+into the JVM, not one per operator. Other aggregates (``fn="sql"``) fall back to expanding
+every tuple into its ids.
 """
 
 from __future__ import annotations

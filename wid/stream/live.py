@@ -6,7 +6,7 @@ with the replayed view's columns (plus, optionally, a boolean ``wid_end`` column
 window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 
 1. **Bucket**, as in replay (Column expressions on the stream): ``wid_lo``, ``wid_hi``, keys, values;
-   a ROWS window's ids come in step 4, as positions are counted.
+   a ROWS window's ids come in step 4, as positions are counted (:mod:`wid.stream.live_compile`).
 2. The generator's :class:`wid.stream.punctuate.Marks`: punctuations supplied by the source
    (``embedded(punct_stream)``: a streaming frame that must reach the query in ``row_num``
    order with the tuples, e.g. both read from one file source), or each tuple's own mark.
@@ -32,10 +32,7 @@ with the on-time tuples that arrived before it.
 
 from __future__ import annotations
 
-import itertools
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -47,9 +44,8 @@ from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
-from wid.compiler import CompiledQuery, compile_query
-from wid.spec.clause import parse_window
 from wid.spec.base import WindowSpec
+from wid.stream.live_compile import compiled_live
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live_layout import bound_type, layout_of, typed
 from wid.stream.live_nan import nan_counts, nan_final
@@ -60,71 +56,10 @@ from wid.stream.live_session_state import SessionProcessor
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks
-from wid.text import WindowQuery
 from wid.spec.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-_views = itertools.count()
-
-
-@dataclass(frozen=True)
-class _Unfinished:
-    """Bucket on a stream that has not ended: a ROWS window's positions come in the stateful
-    step as tuples arrive (``wid_x``, ``wid_lo``, ``wid_hi`` NULL until then); a landmark
-    window's open end stays open (``wid_hi`` NULL: the end of the stream closes it at the largest
-    ``wid_lo``). Both count tuples that WHERE drops (positions; the stream's largest ``wid_lo``,
-    as replay's Bucket, before WHERE), so WHERE marks the kept ones (:data:`KEPT`) instead of
-    filtering: only those contribute and punctuate, as in replay (slide-by-tuple windows: every
-    tuple defines its window and punctuates, only the marked ones contribute). Sessions form in
-    the stateful step too (``wid_x`` only here); :func:`live` keeps only the marked tuples for
-    them, as replay's sessions form from the tuples WHERE keeps."""
-
-    spec: WindowSpec
-
-    def __getattr__(self, name: str):
-        if name == "spec" or name.startswith("__"):  # not set yet (copy, unpickling)
-            raise AttributeError(name)
-        return getattr(self.spec, name)
-
-    def grouped(self, keys: tuple[str, ...]) -> _Unfinished:
-        return _Unfinished(self.spec.grouped(keys))
-
-    def named(self, name: Callable[[str], str]) -> _Unfinished:
-        return _Unfinished(self.spec.named(name))
-
-    def bucket(self, df: DataFrame) -> DataFrame:
-        return self.spec.live_bucket(df).withColumn(KEPT, F.lit(True))
-
-    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
-
-
-def _compiled(spark: SparkSession, query_text: str, tuples: DataFrame, window: WindowSpec | None) -> CompiledQuery:
-    """The query compiled over ``tuples`` (registered under a fresh temp view name), ``window``
-    replacing its window clause; the window kind and the clauses are checked first, before Bucket
-    runs anything on the stream (the Bucket of a kind live mode refuses may need a batch job)."""
-    parsed = WindowQuery.parse(query_text)
-    spec = window if window is not None else parse_window(parsed.window)
-    if not spec.live:
-        raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
-                       f"ROWS windows in arrival order (WATTR row_num), sessions, slide-by-tuple windows in arrival "
-                       f"order, SPL and Flink windows, not {type(spec).__name__} on {spec.wattr!r}")
-    if parsed.order_by or parsed.limit is not None:
-        raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
-    view = f"wid_live_{next(_views)}"
-    tuples.createOrReplaceTempView(view)
-    text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
-                  flags=re.IGNORECASE)
-    compiled = compile_query(spark, text, _Unfinished(spec) if spec.unfinished else spec)
-    if not all(a.decomposable for a in compiled.aggregates):
-        raise WidError("live mode keeps panes of count, sum, avg, min and max only")
-    if spec.unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple
-        guarded = {name: F.when(column(KEPT), F.expr(e)) for name, e in compiled.derived.items()}
-        compiled = replace(compiled, tagged=compiled.tagged.withColumns(guarded))
-    return compiled
-
-
 def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column]) -> DataFrame:
     """``frame`` as exactly ``fields`` (in order): ``given`` expressions, other columns NULL."""
     return frame.select(*[(given[f.name] if f.name in given else F.lit(None)).cast(f.dataType).alias(f.name)
@@ -148,7 +83,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(column(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
-    compiled = _compiled(spark, query_text, tuples, window)
+    compiled = compiled_live(spark, query_text, tuples, window)
     positional = compiled.spec.positional
     if positional and punctuation is not None:
         raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
