@@ -48,6 +48,7 @@ def _query_text(r: int, s: int) -> str:
 
 
 def wid_query(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    """``wid.query`` of the sliding window (range ``r``, slide ``s`` seconds) per segment."""
     return query(spark, _query_text(r, s))
 
 
@@ -63,6 +64,7 @@ def wid_view(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
 
 
 def spark_window(spark: SparkSession, data: DataFrame, r: int, s: int) -> DataFrame:
+    """The same windows by Spark's ``window()`` group-by."""
     return data.groupBy("seg_id", F.window("ts", f"{r} seconds", f"{s} seconds")).agg(*_aggregates())
 
 
@@ -172,7 +174,8 @@ def _ratios(text: str) -> list[int]:
     return ratios
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid bench`` subcommand's parser (:func:`run` runs it)."""
     parser = subparsers.add_parser("bench", help="time wid.query against Spark's window() and a tumbling group-by")
     parser.add_argument("--rows", type=int, default=2_000_000, help="generated rows (default 2000000)")
     parser.add_argument("--ratios", type=_ratios, default=[5, 60, 240], help="range/slide ratios (default 5,60,240)")

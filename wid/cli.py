@@ -34,7 +34,8 @@ from wid.stream.replay import replay
 BAD_INPUT = 2
 
 
-def add_run_parser(subparsers) -> argparse.ArgumentParser:
+def add_run_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid run`` subcommand's parser."""
     parser = subparsers.add_parser("run", help="run a plan (query + input) and print or write the result")
     parser.add_argument("plan", help="plan file (TOML)")
     parser.add_argument("--out", metavar="DIR", help="write the result to DIR instead of printing it")

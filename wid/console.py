@@ -44,7 +44,12 @@ def table(df: DataFrame, limit: int) -> str:
     return "\n".join([*aligned(df.columns, rows, numeric, rule=True), f"({shown})"])
 
 
-def cell(value) -> str:
+def cell(value: object) -> str:
+    """``value`` as a table cell: NULL, a float to 10 significant digits, a datetime with a space.
+
+    >>> cell(None), cell(1 / 3), cell(7)
+    ('NULL', '0.3333333333', '7')
+    """
     if value is None:
         return "NULL"
     if isinstance(value, float):

@@ -104,6 +104,7 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
 
 
 def write_csv(points: list[dict[str, Any]], path: Path) -> None:
+    """``points`` as a CSV file at ``path`` (its directory made): a header of :data:`FIELDS`, a row per point."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS)
@@ -159,7 +160,8 @@ def experiment(args: argparse.Namespace, session: Callable[[], SparkSession]) ->
     return 0
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid experiment`` subcommand's parser (:func:`run` runs it)."""
     parser = subparsers.add_parser("experiment", help="latency-accuracy curves of punctuation schemes (replay)")
     parser.add_argument("plan", help="plan file (TOML) with an [experiment] table")
     parser.add_argument("--rows", type=int, metavar="N", help="override the generator's row count")

@@ -28,10 +28,8 @@ from wid.spec.sqlexpr import columns
 from wid.stream import live_run
 from wid.stream.live import live
 
-_OPTIONS = ("files", "punctuation", "buckets")
-
-
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid live`` subcommand's parser (:func:`run` runs it)."""
     parser = subparsers.add_parser("live", help="run a plan's query as a streaming job (live mode)")
     parser.add_argument("plan", help="plan file (TOML) with a [live] table")
     parser.add_argument("--dir", metavar="DIR", help="work directory: in/, checkpoint/, out/ (resumed if present)")

@@ -47,6 +47,7 @@ def command(path: Path, port: int, host: str, metastore_uri: str | None, master:
 
 
 def environment() -> dict[str, str]:
+    """The Thrift server's environment: this one, with pyspark's ``SPARK_HOME``, Java found and loopback only."""
     find_java()
     return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": LOOPBACK}
 
@@ -63,6 +64,8 @@ def register_functions(path: Path, metastore_uri: str | None) -> None:
 
 
 def wait_listening(server: subprocess.Popen, host: str, port: int, timeout: float = 180) -> None:
+    """Return once ``host:port`` accepts a connection; a :class:`WidError` if ``server`` exits first
+    or ``timeout`` seconds pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -75,7 +78,8 @@ def wait_listening(server: subprocess.Popen, host: str, port: int, timeout: floa
     raise WidError(f"the Thrift server did not listen on {host}:{port} within {timeout:.0f} s")
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid serve`` subcommand's parser (:func:`run` runs it)."""
     parser = subparsers.add_parser("serve", help="Spark's Thrift JDBC/ODBC server on the wid sql catalog")
     parser.add_argument("--port", type=int, default=10000, help="port (default 10000)")
     parser.add_argument("--bind", metavar="HOST", default=LOOPBACK,

@@ -64,7 +64,8 @@ def execute(spark: SparkSession, statement: str, limit: int) -> str:
     return table(out, limit)
 
 
-def add_parser(subparsers) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The ``wid sql`` subcommand's parser (:func:`run` runs it)."""
     parser = subparsers.add_parser("sql", help="run SQL (window queries and views included) on a persistent catalog")
     source = parser.add_mutually_exclusive_group()
     source.add_argument("-e", dest="execute", metavar="STMTS", help="statements to run (separated by ;)")
@@ -76,6 +77,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def catalog_options(parser: argparse.ArgumentParser) -> None:
+    """The options naming the catalog (``--warehouse``, ``--metastore-uri``), on ``parser``."""
     parser.add_argument("--warehouse", metavar="DIR",
                         help=f"catalog home: warehouse/ and metastore_db/ (default ${catalog.HOME_ENV} or ~/.wid)")
     parser.add_argument("--metastore-uri", metavar="URI",
@@ -90,6 +92,7 @@ def start(args: argparse.Namespace) -> SparkSession:
 
 
 def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
+    """``wid sql``: the statements of ``-e`` or ``-f`` one by one, each result printed; else the prompt."""
     if args.execute is None and args.file is None:
         return prompt(session())
     text = args.execute if args.execute is not None else _read(args.file)

@@ -223,6 +223,13 @@ def _block_sums(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarra
 
 
 def partials(aggregates: list[Aggregate], numeric: dict[str, np.dtype]) -> dict[str, tuple[str, str | None, np.dtype]]:
+    """The bins' partials of ``aggregates``: name -> ``(fn, value column or None, numpy type)``:
+    the tuples' count ``n``, each value's count ``n:<arg>``, and its ``sum:``, ``min:`` or ``max:``
+    (``numeric``: each value column's numpy type; an avg sums as float64).
+
+    >>> sorted(partials([Aggregate("m", "avg", "v")], {"v": np.dtype(np.int64)}))
+    ['n', 'n:v', 'sum:v']
+    """
     out = {"n": ("n", None, np.dtype(np.int64))}
     for a in aggregates:
         if a.arg is None:
@@ -239,20 +246,24 @@ def partials(aggregates: list[Aggregate], numeric: dict[str, np.dtype]) -> dict[
 Finish = Callable[[list[Aggregate], dict[str, np.ndarray]], dict[str, pa.Array]]
 
 
+def _state(a: Aggregate, partials: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(n, state)`` of ``a`` in the bins' partials: the count of its values (of the tuples for
+    ``count(*)``) and its sum (avg too), min or max; None for a count."""
+    if a.arg is None:
+        return partials["n"], None
+    n = partials[f"n:{a.arg}"]
+    return n, None if a.fn == "count" else partials[f"{'sum' if a.fn == 'avg' else a.fn}:{a.arg}"]
+
+
 def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
-    """Each aggregate (its alias) from the bins' partials: a :data:`Finish`."""
+    """Each aggregate (its alias) from the bins' partials, NULL over no value: a :data:`Finish`."""
     out = {}
     for a in aggregates:
-        if a.arg is None:
-            out[a.alias] = pa.array(partials["n"])
-            continue
-        n = partials[f"n:{a.arg}"]
-        if a.fn == "count":
+        n, state = _state(a, partials)
+        if state is None:
             out[a.alias] = pa.array(n)
-        elif a.fn == "avg":
-            out[a.alias] = pa.array(partials[f"sum:{a.arg}"] / np.maximum(n, 1), mask=n == 0)
         else:
-            out[a.alias] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
+            out[a.alias] = pa.array(state / np.maximum(n, 1) if a.fn == "avg" else state, mask=n == 0)
     return out
 
 
@@ -263,16 +274,10 @@ def spark_partials(aggregates: list[Aggregate], partials: dict[str, np.ndarray])
     out = {}
     for i, a in enumerate(aggregates):
         names = [name for name, _ in a.partials(i)]
-        if a.arg is None:
-            out[names[0]] = pa.array(partials["n"])
-            continue
-        n = partials[f"n:{a.arg}"]
-        if a.fn == "count":
-            out[names[0]] = pa.array(n)
-        elif a.fn == "avg":
-            out.update({names[0]: pa.array(partials[f"sum:{a.arg}"], mask=n == 0), names[1]: pa.array(n)})
-        else:
-            out[names[0]] = pa.array(partials[f"{a.fn}:{a.arg}"], mask=n == 0)
+        n, state = _state(a, partials)
+        out[names[0]] = pa.array(n) if state is None else pa.array(state, mask=n == 0)
+        if a.fn == "avg":  # (sum, count), as Spark's avg
+            out[names[1]] = pa.array(n)
     return out
 
 

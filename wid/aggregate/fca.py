@@ -161,6 +161,7 @@ def _bins_type(a: Aggregate, numeric: dict[str, np.dtype]) -> DataType:
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
+    """``schema`` as Arrow's, timestamps in UTC (as the Arrow batches Spark hands Python)."""
     return to_arrow_schema(schema, timezone="UTC")
 
 

@@ -169,6 +169,13 @@ class WindowSpec(ABC):
 
         return range_aggregate(tagged, keys, aggregates, self.span)
 
+    @property
+    def refuses_punctuation(self) -> str | None:
+        """Why this kind takes no punctuation generator, as the error to raise (a ROWS window's
+        punctuations are implied by arrival order); None: it takes one."""
+        return "punctuations on a ROWS window are implied by arrival order; pass punctuation=None" \
+            if self.positional else None
+
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""

@@ -31,6 +31,12 @@ class Operational(WindowSpec):
         """The operator's buffers scanned a micro-batch at a time (``live_scan`` of :attr:`bucket_module`)."""
         return self._bucket().live_scan(df, self)
 
+    @property
+    def refuses_punctuation(self) -> str:
+        """Operational windows fire on their own policies: they take no punctuation generator."""
+        return ("SPL and Flink windows fire on their own policies in arrival order (punct() and punctuation "
+                "policies read the stream's marker rows); pass punctuation=None")
+
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
         """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
         from wid.stream.operational_replay import replay

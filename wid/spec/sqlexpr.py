@@ -97,6 +97,12 @@ def literal(value: Any) -> str:
 
 
 def type_name(dtype: DataType | str) -> str:
+    """The SQL name of a Spark type (or of a type named in Python: ``"int"`` -> ``INT``).
+
+    >>> from pyspark.sql.types import DecimalType
+    >>> type_name(DecimalType(10, 2))
+    'DECIMAL(10,2)'
+    """
     return _TYPES.get(dtype, dtype) if isinstance(dtype, str) else dtype.simpleString().upper()
 
 

@@ -81,9 +81,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     spec, tagged = compiled.spec, compiled.tagged
     if allowed_lateness and spec.positional:
         raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
-    if spec.positional:
-        if punctuation is not None:
-            raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
+    if spec.positional:  # punctuation is None (wid.stream.punctuation.checked)
         punctuations = _implied(compiled)
     elif punctuation is None:
         punctuations = Punctuations(tagged.select("row_num", F.lit(None).cast("long").alias(WID_CLOSED)).limit(0),

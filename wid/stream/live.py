@@ -55,7 +55,7 @@ from wid.stream.live_processor import Stateful
 from wid.stream.live_session_state import SessionProcessor
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
-from wid.stream.punctuation import Generator, Marks
+from wid.stream.punctuation import Generator, Marks, checked
 from wid.spec.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
@@ -76,21 +76,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
-    if punctuation is not None and not isinstance(punctuation, Generator):
-        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
-                       f"got {punctuation!r}")
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
         raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(column(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
     compiled = compiled_live(spark, query_text, tuples, window)
+    punctuation = checked(punctuation, compiled.spec)
     positional = compiled.spec.positional
-    if positional and punctuation is not None:
-        raise WidError("punctuations on a ROWS window are implied by arrival order; pass punctuation=None")
     scan = compiled.spec.live_scan(tuples)
-    if scan is not None and punctuation is not None:
-        raise WidError("SPL and Flink windows fire on their own policies in arrival order (punct() and punctuation "
-                       "policies read the stream's marker rows); pass punctuation=None")
     if compiled.spec.open_end and punctuation is not None and punctuation.mode == "consistent":
         raise WidError("consistent punctuation drops a late tuple from all its landmark windows, up to the "
                        "stream's last one: unknown while the stream runs (replay it, or use generous mode)")

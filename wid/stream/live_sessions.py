@@ -25,7 +25,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED
 from wid.stream.live_arrival import COUNT, aligned, matched, stack, tally
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.panes import merge, tuple_partials
-from wid.stream.session_runs import Emitted, Peaks, advance_in_order, exact, exact_values
+from wid.stream.session_runs import Emitted, Peaks, advance_in_order, exact_value, exact_values
 from wid.stream.sessions import KeySession, KeySessions, Number
 
 _KEY, _GROUP = "_wid_key", "_wid_group"
@@ -69,7 +69,7 @@ def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) 
             continue
         pairs = _joined(present[[*shape, _KEY]], table[[*shape, CLOSED]], list(shape))
         for k, bound in zip(pairs[_KEY].tolist(), pairs[CLOSED].tolist()):
-            b = exact(bound)
+            b = exact_value(bound)
             best[k] = b if best[k] is None else max(best[k], b)
     return best
 
@@ -94,11 +94,11 @@ def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: Sess
         emitted = state.emitted()
         for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
                               emitted[first].tolist(), emitted[last].tolist()):
-            if k in lowest and exact(e) + gap > lowest[k]:
-                sessions[k].append(KeySession(exact(s), exact(e), wid=int(w), revision=0, closed=True))
+            if k in lowest and exact_value(e) + gap > lowest[k]:
+                sessions[k].append(KeySession(exact_value(s), exact_value(e), wid=int(w), revision=0, closed=True))
     for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
                                       state.opened[last].tolist())):
-        sessions[k].append(KeySession(exact(s), exact(e), [i]))
+        sessions[k].append(KeySession(exact_value(s), exact_value(e), [i]))
     if keys:
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:

@@ -29,9 +29,6 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
            fired: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.compiler.CompiledQuery`), the
     windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``)."""
-    if punctuation is not None:
-        raise WidError("SPL and Flink windows fire on their own policies in arrival order (punct() and "
-                       "punctuation policies read the stream's marker rows); pass punctuation=None")
     if allowed_lateness:
         raise WidError("allowed_lateness does not apply to SPL and Flink windows: their buffers take every tuple "
                        "in arrival order, so nothing is late")

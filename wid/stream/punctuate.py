@@ -52,8 +52,22 @@ def _amount(name: str, value, positive: bool = False) -> float:
     return value
 
 
+def _grouped(compiled, names: list[str], what: str) -> dict[str, str]:
+    """Each of ``names`` -> the query's GROUP BY key it names, in any case; a :class:`WidError`
+    naming those that are no key (``what``: whose columns they are)."""
+    keys = {k.lower(): k for k in compiled.keys}
+    unknown = [n for n in names if n.lower() not in keys]
+    if unknown:
+        raise WidError(f"{what} column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
+                       f"(keys: {', '.join(compiled.keys) or 'none'})")
+    return {n: keys[n.lower()] for n in names}
+
+
 @dataclass(frozen=True)
 class Embedded(Generator):
+    """Punctuations from the source (:func:`embedded`): ``frame`` holds ``row_num``, key columns
+    (NULL: any value) and the bound, a column named like the window attribute."""
+
     frame: DataFrame
     mode: str = "generous"
 
@@ -62,12 +76,8 @@ class Embedded(Generator):
         for needed in ("row_num", wattr):
             if needed.lower() not in named:
                 raise WidError(f"punctuations need a {needed!r} column (columns: {', '.join(self.frame.columns)})")
-        keys = {k.lower(): k for k in compiled.keys}
         pattern = [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())]
-        unknown = [c for c in pattern if c.lower() not in keys]
-        if unknown:
-            raise WidError(f"punctuation column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
-                           f"(keys: {', '.join(compiled.keys) or 'none'})")
+        keys = _grouped(compiled, pattern, "punctuation")
         bound_type, stream_type = attribute_type(self.frame, wattr), attribute_type(compiled.tagged, wattr)
         if time_like(bound_type) != time_like(stream_type):
             raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
@@ -79,8 +89,8 @@ class Embedded(Generator):
             F.lit("wid: NULL bound in the punctuation with row_num="), column("row_num").cast("string")))).otherwise(bound))
         frame = compiled.spec.bucket_punctuations(frame).select(
             column("row_num").cast("long").alias("row_num"),
-            *[column(c).cast(types[keys[c.lower()]]).alias(keys[c.lower()]) for c in pattern], WID_CLOSED)
-        names = tuple(keys[c.lower()] for c in pattern)
+            *[column(c).cast(types[k]).alias(k) for c, k in keys.items()], WID_CLOSED)
+        names = tuple(keys.values())
         shapes = tuple(s for n in range(len(names) + 1) for s in combinations(names, n))
         return Punctuations(frame, names, shapes)
 
@@ -90,6 +100,8 @@ class Embedded(Generator):
 
 @dataclass(frozen=True)
 class Slack(Generator):
+    """A bound ``amount`` behind the largest value seen so far (:func:`slack`), ``by`` value or rows."""
+
     amount: float
     mode: str = "generous"
     by: str = "value"
@@ -121,6 +133,8 @@ class Slack(Generator):
 
 @dataclass(frozen=True)
 class Heartbeat(Generator):
+    """A punctuation every ``every`` units of the ``clock`` column, ``skew`` behind it (:func:`heartbeat`)."""
+
     every: float
     skew: float
     clock: str = "arrival_ts"
@@ -149,16 +163,13 @@ class Heartbeat(Generator):
 
 @dataclass(frozen=True)
 class OrderedBy(Generator):
+    """Each tuple punctuates its ``keys``' values at its own window attribute (:func:`ordered_by`)."""
+
     keys: tuple[str, ...]
     mode: str = "generous"
 
     def punctuations(self, compiled) -> Punctuations:
-        known = {k.lower(): k for k in compiled.keys}
-        missing = [k for k in self.keys if k.lower() not in known]
-        if missing:
-            raise WidError(f"ordered_by column(s) {', '.join(missing)} are not GROUP BY keys of the query "
-                           f"(keys: {', '.join(compiled.keys) or 'none'})")
-        names = tuple(known[k.lower()] for k in self.keys)
+        names = tuple(_grouped(compiled, list(self.keys), "ordered_by").values())
         frame = compiled.tagged.select(column("row_num").cast("long").alias("row_num"), *columns(names),
                                        self.closed(compiled, column(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,), wildcard=False)

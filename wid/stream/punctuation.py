@@ -16,6 +16,8 @@ from pyspark.sql import functions as F
 
 from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
 from wid.bucket.nan import NanFlags
+from wid.errors import WidError
+from wid.spec.base import WindowSpec
 from wid.spec.numbers import floor_scaled
 from wid.spec.sqlexpr import column, columns
 
@@ -103,3 +105,25 @@ class Generator(ABC):
         if not compiled.spec.floors:
             return value * F.lit(factor // value_factor) if factor != value_factor else value
         return floor_scaled(value.cast("double") * F.lit(factor / value_factor), 1)
+
+
+def checked(punctuation: object, spec: WindowSpec) -> Generator | None:
+    """``punctuation`` for a query with window ``spec`` (replay and live mode alike): a
+    :mod:`wid.stream.punctuate` generator, or None; a :class:`WidError` for anything else, or for
+    a generator given to a kind whose punctuations are implied (:attr:`WindowSpec.refuses_punctuation`).
+
+    >>> from wid.spec.windows import TupleSliding
+    >>> checked(None, TupleSliding(range=4, slide=2)) is None
+    True
+    >>> checked("slack", TupleSliding(range=4, slide=2))
+    Traceback (most recent call last):
+    wid.errors.WidError: punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), got 'slack'
+    """
+    if punctuation is None:
+        return None
+    if not isinstance(punctuation, Generator):
+        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
+                       f"got {punctuation!r}")
+    if spec.refuses_punctuation is not None:
+        raise WidError(spec.refuses_punctuation)
+    return punctuation

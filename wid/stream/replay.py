@@ -19,7 +19,7 @@ from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number
 from wid.spec.base import WindowSpec
-from wid.stream.punctuation import Generator
+from wid.stream.punctuation import Generator, checked
 
 
 @dataclass
@@ -72,9 +72,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
     compiled = replace(compiled, tagged=in_order(compiled.tagged))
-    if punctuation is not None and not isinstance(punctuation, Generator):
-        raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
-                       f"got {punctuation!r}")
+    punctuation = checked(punctuation, compiled.spec)
     results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
     extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
     return Replay(resolved(compiled.finish, results, *extra), late, compiled, punctuation)

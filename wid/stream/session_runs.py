@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, reduce
 
@@ -36,8 +37,14 @@ def _small(values: np.ndarray) -> bool:
     return not len(values) or (-_SMALL < values.min() and values.max() < _SMALL)
 
 
-def exact(value) -> Number:
-    """A value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction."""
+def exact_value(value: float | Decimal | Number) -> Number:
+    """A stored value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction
+    of the value itself (a double's binary value; a clause's numbers mean what they print as:
+    :func:`wid.spec.numbers.exact`).
+
+    >>> exact_value(3), exact_value(0.5), exact_value(0.1) == Fraction(1, 10)
+    (3, Fraction(1, 2), False)
+    """
     return value if isinstance(value, int) else Fraction(value)
 
 
@@ -57,7 +64,7 @@ def exact_values(column: pd.Series) -> np.ndarray:
     doubles and decimals one by one as Fractions."""
     if pd.api.types.is_integer_dtype(column.dtype):
         return column.to_numpy("int64")
-    return numbers([exact(v) for v in column.tolist()])
+    return numbers([exact_value(v) for v in column.tolist()])
 
 
 @dataclass(frozen=True)
