@@ -17,14 +17,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
-from pyspark.sql.types import BooleanType, NumericType
+from pyspark.sql.types import NumericType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, unranged
+from wid.bucket.columns import attribute_type, checked, column, unranged
 from wid.bucket.flink_compile import N, POS, chain, column_steps, columns
 from wid.bucket.flink_scan import Buffers, Scanner, scan
-from wid.bucket.positions import Firing, LiveScan, firings, non_decreasing
-from wid.bucket.steps import Keep, Step, staged
+from wid.bucket.positions import Firing, LiveScan, check_inputs, firings, in_a_window, non_decreasing
+from wid.bucket.steps import staged
 from wid.errors import WidError
 from wid.spec.flink import Discretization, Path
 from wid.spec.sqlexpr import Sql
@@ -35,18 +35,14 @@ _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 def _checked(df: DataFrame, spec: Discretization) -> DataFrame:
     """Checked inputs: the columns exist, delta attributes are numbers (NULL and NaN fail the
     query), markers are boolean."""
-    attribute_type(df, "row_num")
-    for name in spec.per_group:
-        attribute_type(df, name)
-    for policy in spec.triggers + spec.evictions:
-        for attr in getattr(policy, "attrs", ()):
-            dtype = attribute_type(df, attr)
-            if not isinstance(dtype, NumericType):
-                raise WidError(f"delta attribute {attr!r} must be numeric, not {dtype.simpleString()}")
-            df = df.withColumn(attr, checked(column(attr), dtype, attr))
-        marker = getattr(policy, "marker", None)
-        if marker is not None and not isinstance(attribute_type(df, marker), BooleanType):
-            raise WidError(f"punctuation marker column {marker!r} must be boolean")
+    policies = spec.triggers + spec.evictions
+    check_inputs(df, spec.per_group, [p.marker for p in policies if getattr(p, "marker", None) is not None],
+                 "punctuation")
+    for attr in (a for policy in policies for a in getattr(policy, "attrs", ())):
+        dtype = attribute_type(df, attr)
+        if not isinstance(dtype, NumericType):
+            raise WidError(f"delta attribute {attr!r} must be numeric, not {dtype.simpleString()}")
+        df = df.withColumn(attr, checked(column(attr), dtype, attr))
     return df
 
 
@@ -74,12 +70,7 @@ def flink_bucket(df: DataFrame, spec: Discretization, how: Path | None = None) -
     forces a path (for benchmarks and tests; exact only where :func:`path` picks it)."""
     prepared, scale = _prepared(df, spec)
     tagged = _PATHS[how or path(prepared, spec)](prepared, spec, scale)
-    return staged(tagged, _kept(column)).drop(POS, N, T0, TEND, T)
-
-
-def _kept(named: Named) -> list[Step]:
-    """The items in some emission."""
-    return [Keep(named(WID_LO) <= named(WID_HI))]
+    return staged(tagged, [in_a_window(column)]).drop(POS, N, T0, TEND, T)
 
 
 def flink_bucket_sql(source: str, df: DataFrame, spec: Discretization) -> str:
@@ -92,7 +83,7 @@ def flink_bucket_sql(source: str, df: DataFrame, spec: Discretization) -> str:
     named = Sql.column
     scale = time_scale(df, spec.ts) if spec.timed else 1
     clock = clock_steps(df, spec.ts, None, named) if spec.timed else []
-    return f"SELECT * FROM {staged(source, [*clock, *column_steps(spec, scale, named), *_kept(named)])}"
+    return f"SELECT * FROM {staged(source, [*clock, *column_steps(spec, scale, named), in_a_window(named)])}"
 
 
 def fired(df: DataFrame, spec: Discretization) -> DataFrame:

@@ -14,7 +14,7 @@ non-decreasing attribute ``v`` the next link is a binary search,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,17 +22,34 @@ import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, IntegerType, LongType, StructField, StructType
 
-from wid.bucket.columns import EMIT_ROW, WID, WID_HI, WID_LO
+from wid.bucket.columns import EMIT_ROW, WID, WID_HI, WID_LO, Named, attribute_type
 from wid.bucket.nan import NAN_KEY, NanFlags
 from wid.bucket.plain import PlainNames
+from wid.bucket.steps import Keep
 from wid.errors import WidError
 from wid.spec.sqlexpr import column, columns
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]
 Exceeds = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (v_j, v_i) -> whether v_j is beyond v_i
+
+
+def check_inputs(df: DataFrame, partition: Sequence[str], markers: Sequence[str], what: str) -> None:
+    """A clear error for a missing ``row_num`` or ``partition`` column of ``df``, or a ``markers``
+    column that is not boolean (true = a punctuation; ``what``: how the clause calls it)."""
+    attribute_type(df, "row_num")
+    for name in partition:
+        attribute_type(df, name)
+    for marker in markers:
+        if not isinstance(attribute_type(df, marker), BooleanType):
+            raise WidError(f"{what} marker column {marker!r} must be boolean (true = a punctuation)")
+
+
+def in_a_window(named: Named) -> Keep:
+    """The step that keeps the items some window holds: ``wid_lo <= wid_hi``."""
+    return Keep(named(WID_LO) <= named(WID_HI))
 
 
 def beyond(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarray:

@@ -28,11 +28,10 @@ from functools import partial
 from typing import Literal
 
 from pyspark.sql import DataFrame
-from pyspark.sql.types import BooleanType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import WID_HI, WID_LO, Named, attribute_type, checked, column, numeric_value, unranged
-from wid.bucket.positions import LiveScan, firings, non_decreasing
+from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value, unranged
+from wid.bucket.positions import LiveScan, check_inputs, firings, in_a_window, non_decreasing
 from wid.bucket.spl_compile import POS, chain, column_steps, columns
 from wid.bucket.spl_scan import Scanner, scan
 from wid.bucket.steps import Keep, Step, staged
@@ -48,12 +47,7 @@ _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 
 def _checked(df: DataFrame, spec: SplWindow) -> None:
     """A clear error for a missing ``row_num`` or partition column, or a marker that is not boolean."""
-    attribute_type(df, "row_num")
-    for name in spec.partition_by:
-        attribute_type(df, name)
-    for policy in spec.policies:
-        if isinstance(policy, Punct) and not isinstance(attribute_type(df, policy.marker), BooleanType):
-            raise WidError(f"punct() marker column {policy.marker!r} must be boolean (true = a punctuation)")
+    check_inputs(df, spec.partition_by, [p.marker for p in spec.policies if isinstance(p, Punct)], "punct()")
 
 
 def _clocked(spec: SplWindow) -> bool:
@@ -87,7 +81,7 @@ def _tuple_rows(spec: SplWindow, named: Named = column) -> Expr | None:
 def _kept(spec: SplWindow, named: Named = column) -> list[Step]:
     """The filters after tagging: tuple rows (not punctuations) in some window."""
     rows = _tuple_rows(spec, named)
-    return [*([] if rows is None else [Keep(rows)]), Keep(named(WID_LO) <= named(WID_HI))]
+    return [*([] if rows is None else [Keep(rows)]), in_a_window(named)]
 
 
 def compiles(spec: SplWindow) -> bool:
