@@ -102,7 +102,11 @@ class CompiledQuery:
 
 
 def sort_item(item: str) -> tuple[str, str]:
-    """An ORDER BY item as ``(expression, "ASC" | "DESC")``."""
+    """An ORDER BY item as ``(expression, "ASC" | "DESC")``.
+
+    >>> sort_item("max(v) desc"), sort_item("k")
+    (('max(v)', 'DESC'), ('k', 'ASC'))
+    """
     match = re.fullmatch(r"(.*?)\s+(ASC|DESC)", item.strip(), re.IGNORECASE | re.DOTALL)
     return (match.group(1), match.group(2).upper()) if match else (item, "ASC")
 

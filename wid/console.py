@@ -25,7 +25,14 @@ log = logging.getLogger("wid")
 def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool],
             rule: bool = False) -> list[str]:
     """``header`` and ``rows`` as lines of columns two spaces apart, each as wide as its widest
-    cell, right-aligned where ``right``; ``rule``: a line of dashes under the header."""
+    cell, right-aligned where ``right``; ``rule``: a line of dashes under the header.
+
+    >>> print("\\n".join(aligned(["k", "n"], [["a", "5"], ["bb", "10"]], [False, True], rule=True)))
+    k    n
+    --  --
+    a    5
+    bb  10
+    """
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     lines = [["-" * w for w in widths]] if rule else []
 
@@ -60,7 +67,13 @@ def cell(value: object) -> str:
 
 
 def one_line(error: Exception) -> str:
-    """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line."""
+    """The message of a wid check raised inside Spark (``raise_error``), else Spark's first line.
+
+    >>> one_line(ValueError("[USER_RAISED_EXCEPTION] wid: RANGE must be positive SQLSTATE: P0001"))
+    'RANGE must be positive'
+    >>> one_line(ValueError("[TABLE_OR_VIEW_NOT_FOUND] The table cannot be found.\\n  at ..."))
+    '[TABLE_OR_VIEW_NOT_FOUND] The table cannot be found.'
+    """
     text = str(error)
     found = WID_MESSAGE.search(text)
     return found.group(1) if found else text.strip().splitlines()[0]

@@ -119,7 +119,13 @@ def create_view(spark: SparkSession, name: str, query_text: str, replace: bool =
 
 def is_window_query(statement: str) -> bool:
     """Whether ``statement`` reads a stream through a window clause: ``FROM view [ ... ]``
-    outside quotes, comments and parentheses (text that does not balance is left to Spark SQL)."""
+    outside quotes, comments and parentheses (text that does not balance is left to Spark SQL).
+
+    >>> is_window_query("SELECT max(v) FROM readings [RANGE 4 WATTR ts] GROUP BY k")
+    True
+    >>> is_window_query("SELECT '[x]' FROM t"), is_window_query("SELECT * FROM (SELECT * FROM s [ROWS 2])")
+    (False, False)
+    """
     try:
         return window_span(statement) is not None
     except WidError:

@@ -27,7 +27,11 @@ _DDL = re.compile(r"\s*(CREATE|DROP|ALTER|INSERT|USE|SET|CACHE|UNCACHE|REFRESH|M
 
 def statements(text: str) -> Iterator[str]:
     """The ``;``-separated statements of ``text``, ``--`` comments removed (a ``;`` in quotes or in a
-    comment does not separate); blank ones are skipped."""
+    comment does not separate); blank ones are skipped.
+
+    >>> list(statements("SELECT ';' AS s; -- one; comment\\nSHOW TABLES;;"))
+    ["SELECT ';' AS s", 'SHOW TABLES']
+    """
     current, quote, comment = [], "", False
     for i, ch in enumerate(text):
         if comment:

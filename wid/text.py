@@ -66,7 +66,11 @@ class WindowQuery:
 
 def window_span(text: str) -> tuple[int, int] | None:
     """Offsets of the ``[`` and ``]`` around the window clause of ``text`` (None: no top-level
-    ``FROM name [``); raises :class:`WidError` when quotes or parentheses do not balance."""
+    ``FROM name [``); raises :class:`WidError` when quotes or parentheses do not balance.
+
+    >>> window_span("SELECT max(v) FROM s [RANGE 4 WATTR ts]"), window_span("SELECT * FROM s -- [ROWS 2]")
+    ((21, 38), None)
+    """
     tokens = _Text(text)
     found = tokens.window()
     return None if found is None else (tokens.at[found[1]].start, tokens.at[found[2]].start)

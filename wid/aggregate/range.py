@@ -82,6 +82,7 @@ class Aggregate:
 
     @property
     def decomposable(self) -> bool:
+        """count, sum, avg, min or max: merged from partials (panes), never expanded."""
         return self.fn in DECOMPOSABLE
 
     @property

@@ -52,9 +52,11 @@ class Scanner:
         self.passed = [0] * len(self.ticks)  # ticks fired per active time TP
 
     def values(self, attrs: tuple[str, ...], i: int) -> tuple:
+        """Item ``i``'s values of the delta attributes ``attrs``, as floats."""
         return tuple(float(self.pdf[a].iat[i]) for a in attrs)
 
     def marked(self, marker: str, i: int) -> bool:
+        """Item ``i`` is a punctuation (its ``marker`` true; NULL is not)."""
         value = self.pdf[marker].iat[i]
         return bool(value) if value is not None and not pd.isna(value) else False
 
@@ -68,6 +70,7 @@ class Scanner:
         self.buffer.seq += 1
 
     def evict_head(self, count: int) -> None:
+        """The buffer's first ``count`` items leave it, their last window the one before the next."""
         buf = self.buffer
         for i in buf.items[:count]:
             self.hi[i] = buf.seq - 1
@@ -85,6 +88,7 @@ class Scanner:
         return max(counts)
 
     def real(self, i: int) -> None:
+        """Real item ``i`` arrives: the triggers fire (on the buffer before it), the evictors evict, it joins."""
         buf, fire = self.buffer, False
         for index, p in enumerate(self.spec.triggers):
             if isinstance(p, CountTrigger):
@@ -144,6 +148,7 @@ class Scanner:
                            for k, p in zip(self.passed, self.ticks)]
 
     def run(self) -> None:
+        """Every item in arrival order, the active time triggers' ticks up to each item's time first."""
         for i in range(self.n):
             if self.ticks:
                 self.tick_until(self.t[i])

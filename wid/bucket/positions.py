@@ -127,7 +127,8 @@ class Scanner(Protocol):
     lo: np.ndarray
     hi: np.ndarray
 
-    def run(self) -> None: ...
+    def run(self) -> None:
+        """Tag every row: ``lo[i]``, ``hi[i]`` the first and last window of row ``i``."""
 
 
 def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.DataFrame], Scanner],
@@ -156,13 +157,17 @@ class LiveScanner(Protocol):
     fired: list[Firing]
     members: list[list[int]]
 
-    def resume(self, values: dict) -> None: ...
+    def resume(self, values: dict) -> None:
+        """Take up the scan from the state :meth:`state` left (the rows still held come first)."""
 
-    def advance(self, start: int) -> None: ...
+    def advance(self, start: int) -> None:
+        """Scan the rows from index ``start`` on (the batch's), firing windows as they close."""
 
-    def finish(self) -> None: ...
+    def finish(self) -> None:
+        """The end of the stream: fire what the operator fires at its end."""
 
-    def state(self) -> tuple[dict, list[int]]: ...
+    def state(self) -> tuple[dict, list[int]]:
+        """``(values, held)``: the scan's counters and clocks, and the rows still in a buffer."""
 
 
 @dataclass(frozen=True)

@@ -72,9 +72,12 @@ class Scanner:
         return isinstance(trigger, (Time, Punct))
 
     def next_number(self, sub: _Subwindow) -> int:
+        """The number the next window of ``sub`` takes: the clock's for global (time, punct())
+        triggers, else ``sub``'s own."""
         return self.clock if self._global() else sub.seq
 
     def remove(self, sub: _Subwindow, i: int) -> None:
+        """Tuple ``i`` leaves ``sub``'s buffer: its last window is the one before the next."""
         sub.buf.remove(i)
         self.hi[i] = self.next_number(sub) - 1
 
@@ -111,6 +114,8 @@ class Scanner:
             self.remove(sub, sub.buf[0])
 
     def tick(self) -> None:
+        """One period of the clock passes: time evictions expire, time triggers fire (tumbling:
+        every buffer flushes)."""
         for sub in self.subs.values():
             if self.spec.sliding:
                 if isinstance(self.spec.eviction, Time):
@@ -123,9 +128,11 @@ class Scanner:
 
     @property
     def period(self) -> float:
+        """The time policy's period, in the scan's clock units."""
         return scaled(self.spec.policies[-1].period, self.scale)
 
     def insert(self, sub: _Subwindow, i: int, order: int) -> None:
+        """Tuple ``i`` (the ``order``-th of ``sub``) joins ``sub``'s buffer: its first window is the next."""
         sub.buf.append(i)
         sub.last = order
         self.lo[i] = self.next_number(sub)
@@ -134,6 +141,8 @@ class Scanner:
             sub.full = True
 
     def arrive(self, i: int) -> None:
+        """Tuple ``i`` arrives in its subwindow (made on its key's first tuple): the policies fire
+        and evict around its insertion."""
         spec, key = self.spec, self.keys[i]
         sub = self.subs.get(key)
         if sub is None:
@@ -180,6 +189,7 @@ class Scanner:
 
     @property
     def timed(self) -> bool:
+        """The policy that emits (sliding: the trigger; tumbling: the eviction) is a time policy."""
         return isinstance(self.spec.trigger if self.spec.sliding else self.spec.eviction, Time)
 
     def advance(self, start: int) -> None:

@@ -27,10 +27,12 @@ class Step(ABC):
     a quoted name or a parenthesised query (:meth:`sql`); its expressions are of that kind."""
 
     @abstractmethod
-    def frame(self, df: DataFrame) -> DataFrame: ...
+    def frame(self, df: DataFrame) -> DataFrame:
+        """The step applied to ``df``."""
 
     @abstractmethod
-    def sql(self, relation: str) -> str: ...
+    def sql(self, relation: str) -> str:
+        """The step applied to ``relation`` (SQL text), as a parenthesised query."""
 
 
 @dataclass(frozen=True)

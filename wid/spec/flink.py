@@ -32,12 +32,20 @@ Path = Literal["columns", "chain", "scan"]
 
 
 def euclidean(a: Sequence[float], b: Sequence[float]) -> float:
-    """Euclidean distance of two attribute vectors."""
+    """Euclidean distance of two attribute vectors.
+
+    >>> euclidean((0, 0), (3, -4))
+    5.0
+    """
     return math.dist(a, b)
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine distance ``1 - a.b / (|a| |b|)`` (0 when either vector is zero)."""
+    """Cosine distance ``1 - a.b / (|a| |b|)`` (0 when either vector is zero).
+
+    >>> cosine((1, 0), (0, 2)), cosine((1, 0), (-3, 0)), cosine((0, 0), (1, 1))
+    (1.0, 2.0, 0.0)
+    """
     norm = math.hypot(*a) * math.hypot(*b)
     return 0.0 if norm == 0 else 1.0 - sum(x * y for x, y in zip(a, b)) / norm
 

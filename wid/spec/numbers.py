@@ -39,7 +39,14 @@ _SPLIT = 134217729.0
 
 def number(text: str, what: str, clause: str) -> Number:
     """``text`` as an int when it is written as a whole number (``[-+]?digits``), else a float;
-    a :class:`WidError` naming ``what`` and the clause when it is no number."""
+    a :class:`WidError` naming ``what`` and the clause when it is no number.
+
+    >>> number("5", "count", "count(5)"), number("-2.5", "delta", "delta(x, -2.5)")
+    (5, -2.5)
+    >>> number("five", "count", "count(five)")
+    Traceback (most recent call last):
+    wid.errors.WidError: count needs a number, got 'five' in [count(five)]
+    """
     try:
         value = float(text)
     except ValueError:
@@ -48,7 +55,14 @@ def number(text: str, what: str, clause: str) -> Number:
 
 
 def positive(name: str, value: Number, whole: bool = False) -> Number:
-    """``value``, or a :class:`WidError` unless it is a finite number > 0 (an int when ``whole``)."""
+    """``value``, or a :class:`WidError` unless it is a finite number > 0 (an int when ``whole``).
+
+    >>> positive("count", 4, whole=True)
+    4
+    >>> positive("time", -1)
+    Traceback (most recent call last):
+    wid.errors.WidError: time must be positive, got -1
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise WidError(f"{name} must be a number, got {value!r}")
     if not math.isfinite(value) or value <= 0:
@@ -60,19 +74,31 @@ def positive(name: str, value: Number, whole: bool = False) -> Number:
 
 def scaled(value: Number, factor: int) -> Number:
     """``value * factor``, kept an int when the product is whole (exact id arithmetic and
-    comparisons on integer clocks)."""
+    comparisons on integer clocks).
+
+    >>> 0.57 * 100, scaled(0.57, 100), scaled(0.25, 3)
+    (56.99999999999999, 57, 0.75)
+    """
     product = value * factor
     return int(round(product)) if abs(product - round(product)) < 1e-9 else product
 
 
 def exact(value: Number) -> Fraction:
-    """``value`` as an exact fraction; a float as written (its shortest repr: ``0.1`` -> 1/10)."""
+    """``value`` as an exact fraction; a float as written (its shortest repr: ``0.1`` -> 1/10).
+
+    >>> exact(0.1), exact(Decimal("-2.5"))
+    (Fraction(1, 10), Fraction(-5, 2))
+    """
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
 def as_number(value: object, name: str) -> Number:
     """``value`` as an exact clause number: an ``int``, or a ``Decimal`` when it has a fraction.
-    A float stands for the decimal it prints as (``0.1`` -> ``Decimal('0.1')``)."""
+    A float stands for the decimal it prints as (``0.1`` -> ``Decimal('0.1')``).
+
+    >>> as_number(0.1, "RANGE"), as_number("2.50", "RANGE"), as_number(Decimal("4.0"), "RANGE")
+    (Decimal('0.1'), Decimal('2.5'), 4)
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal, str)):
         raise WidError(f"{name} must be a number, got {value!r}")
     try:
@@ -85,14 +111,25 @@ def as_number(value: object, name: str) -> Number:
 
 
 def places(value: Number) -> int:
-    """Decimal places of ``value``: 0 for an int, 1 for ``Decimal('0.5')``."""
+    """Decimal places of ``value``: 0 for an int, 1 for ``Decimal('0.5')``.
+
+    >>> places(60), places(Decimal("0.25"))
+    (0, 2)
+    """
     return 0 if isinstance(value, int) else max(0, -value.as_tuple().exponent)
 
 
 def bounded(value: Number, name: str) -> Number:
     """``value`` when ids built from it stay exact: at most :data:`MAX_PLACES` decimal places
     and at most ``LIMIT / 2`` (so ``x + r`` and ``x - r - s`` fit a long for ``|x| <= LIMIT``);
-    a :class:`WidError` otherwise."""
+    a :class:`WidError` otherwise.
+
+    >>> bounded(Decimal("0.5"), "RANGE")
+    Decimal('0.5')
+    >>> bounded(Decimal("1E-19"), "RANGE")
+    Traceback (most recent call last):
+    wid.errors.WidError: RANGE 1E-19 has more than 18 decimal places: window-ids would not be exact
+    """
     if places(value) > MAX_PLACES:
         raise WidError(f"{name} {value} has more than {MAX_PLACES} decimal places: window-ids would not be exact")
     if value > LIMIT // 2:
@@ -101,7 +138,11 @@ def bounded(value: Number, name: str) -> Number:
 
 
 def times(value: Number, factor: int) -> Number:
-    """``value * factor``, exactly (an ``int`` when whole)."""
+    """``value * factor``, exactly (an ``int`` when whole).
+
+    >>> times(Decimal("0.1"), 1000), times(Decimal("0.0001"), 1000)
+    (100, Decimal('0.1'))
+    """
     if isinstance(value, int):
         return value * factor
     with localcontext() as context:
@@ -128,7 +169,11 @@ def floor_div(x: Expr, d: Number) -> Expr:
 def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
     """``floor((x + a) / d)`` for ``a >= 0`` without forming ``x + a`` (no overflow, no rounding
     of decimals): ``floor(x/d) + ((pmod(x, d) + a) div d)``, with ``0 <= pmod(x, d) < d``
-    (numpy: ``(x + a) // d`` on whole numbers)."""
+    (numpy: ``(x + a) // d`` on whole numbers).
+
+    >>> floor_div_sum(np.array([-6, -1, 0, 4]), 1, 5)
+    array([-1,  0,  0,  1])
+    """
     if isinstance(x, np.ndarray):
         return (x + a) // d
     d_ = F.lit(d) if isinstance(x, Column) else d
@@ -164,7 +209,14 @@ def _split(a: Expr | float) -> tuple[Expr | float, Expr | float]:
 
 
 def clause_number(name: str, value: object) -> Number:
-    """``value`` as an exact positive clause number (:func:`wid.spec.numbers.as_number`), bounded."""
+    """``value`` as an exact positive clause number (:func:`wid.spec.numbers.as_number`), bounded.
+
+    >>> clause_number("SLIDE", 0.1)
+    Decimal('0.1')
+    >>> clause_number("RANGE", -1)
+    Traceback (most recent call last):
+    wid.errors.WidError: RANGE must be positive, got -1
+    """
     number = as_number(value, name)
     if number <= 0:
         raise WidError(f"{name} must be positive, got {value!r}")
@@ -172,7 +224,14 @@ def clause_number(name: str, value: object) -> Number:
 
 
 def whole(name: str, value: Number) -> int:
-    """``value``, or a :class:`WidError` unless it is a whole number (a ROWS amount)."""
+    """``value``, or a :class:`WidError` unless it is a whole number (a ROWS amount).
+
+    >>> whole("RANGE", 4)
+    4
+    >>> whole("SLIDE", Decimal("2.5"))
+    Traceback (most recent call last):
+    wid.errors.WidError: SLIDE in ROWS must be a whole number, got 2.5
+    """
     if not isinstance(value, int):
         raise WidError(f"{name} in ROWS must be a whole number, got {value}")
     return value

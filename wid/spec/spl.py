@@ -277,7 +277,11 @@ def _name(text: str) -> str | None:
 
 
 def is_spl(clause: str) -> bool:
-    """Whether ``clause`` is an SPL window clause (starts with ``tumbling`` or ``sliding``)."""
+    """Whether ``clause`` is an SPL window clause (starts with ``tumbling`` or ``sliding``).
+
+    >>> is_spl("Sliding, count(4), count(1)"), is_spl("RANGE 4 SLIDE 2 WATTR ts")
+    (True, False)
+    """
     return re.match(r"\s*(tumbling|sliding)\b", clause, re.IGNORECASE) is not None
 
 

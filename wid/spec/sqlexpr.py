@@ -37,14 +37,22 @@ _TYPES = {"long": "BIGINT", "int": "INT", "double": "DOUBLE", "string": "STRING"
 
 
 def quote(name: str) -> str:
-    """``name`` as a back-quoted Spark SQL identifier (a back quote inside is doubled)."""
+    """``name`` as a back-quoted Spark SQL identifier (a back quote inside is doubled).
+
+    >>> quote("my `key`")
+    '`my ``key```'
+    """
     return "`" + name.replace("`", "``") + "`"
 
 
 def name_parts(name: str) -> list[str]:
     """The parts of a dotted table or view name as SQL writes it (``t``, ``db.t``,
     ``db.`my table```, a back quote inside a quoted part doubled), unquoted; anything else is a
-    :class:`WidError`."""
+    :class:`WidError`.
+
+    >>> name_parts("db.`my table`"), name_parts("`a``b`")
+    (['db', 'my table'], ['a`b'])
+    """
     parts, pos = [], 0
     while (match := _PART.match(name, pos)) is not None:
         part = match.group(1)
@@ -61,7 +69,11 @@ def name_parts(name: str) -> list[str]:
 
 def column_name(text: str) -> str:
     """The column that ``text`` names when it is one plain or back-quoted identifier (``k``,
-    ```my key```), unquoted; otherwise ``text`` itself (an expression)."""
+    ```my key```), unquoted; otherwise ``text`` itself (an expression).
+
+    >>> column_name("`my key`"), column_name("k"), column_name("k + 1"), column_name("db.t")
+    ('my key', 'k', 'k + 1', 'db.t')
+    """
     try:
         parts = name_parts(text)
     except WidError:
@@ -70,12 +82,22 @@ def column_name(text: str) -> str:
 
 
 def qualified(name: str) -> str:
-    """A dotted table or view name (:func:`name_parts`) with each part back-quoted."""
+    """A dotted table or view name (:func:`name_parts`) with each part back-quoted.
+
+    >>> qualified("db.`my ``t```")
+    '`db`.`my ``t```'
+    """
     return ".".join(quote(p) for p in name_parts(name))
 
 
 def literal(value: Any) -> str:
-    """A Python number or string as a Spark SQL literal of ``F.lit``'s type."""
+    """A Python number or string as a Spark SQL literal of ``F.lit``'s type.
+
+    >>> [literal(v) for v in (7, 0.1, Decimal("-12.50"), None)]
+    ['7', "CAST('0.1' AS DOUBLE)", "CAST('-12.50' AS DECIMAL(4, 2))", 'NULL']
+    >>> print(literal("it's"))
+    'it\\'s'
+    """
     if isinstance(value, Sql):
         return value.text
     if isinstance(value, bool):
@@ -114,6 +136,7 @@ class Sql:
 
     @staticmethod
     def column(name: str) -> Sql:
+        """The column ``name``, back-quoted (:func:`quote`)."""
         return Sql(quote(name))
 
     def _op(self, op: str, other: Any, reverse: bool = False) -> Sql:
@@ -141,6 +164,7 @@ class Sql:
         return Sql(f"(NOT {self.text})")
 
     def cast(self, dtype: DataType | str) -> Sql:
+        """``CAST(text AS type)``, the type a Spark type or a name such as ``"long"`` (:func:`type_name`)."""
         return Sql(f"CAST({self.text} AS {type_name(dtype)})")
 
     def alias(self, name: str) -> str:
@@ -179,7 +203,11 @@ def call(name: str, *args: Any, like: Expr | None = None) -> Any:
 
 
 def null_like(value: Any) -> Any:
-    """A NULL of ``value``'s type."""
+    """A NULL of ``value``'s type.
+
+    >>> null_like(Sql.column("x"))
+    Sql(text='IF(false, `x`, NULL)')
+    """
     if isinstance(value, Sql):
         return Sql(f"IF(false, {value.text}, NULL)")
     return F.when(F.lit(False), value)

@@ -123,9 +123,11 @@ class Lagged:
         return getattr(self.spec, name)
 
     def scaled(self, factor: int) -> Lagged:
+        """The lagged spec in units ``factor`` times finer (the lateness scaled alike)."""
         return Lagged(self.spec.scaled(factor), times(as_number(self.lateness, "allowed_lateness"), factor))
 
     def closed(self, bound: Column) -> Column:
+        """The largest window with ``end + lateness <= bound``."""
         return self.spec.closed(bound - F.lit(self.lateness))
 
     def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
