@@ -1,15 +1,18 @@
-"""The docstring examples of the public functions run as doctests (as PySpark's ``functions`` do),
-on the session's Spark with ``spark`` and ``wid`` as globals."""
+"""The docstring examples of every module of ``wid`` run as doctests (as PySpark's ``functions``
+do), on the session's Spark with ``spark`` and ``wid`` as globals; the public functions of
+:data:`PUBLIC` must carry one."""
 
 from __future__ import annotations
 
 import doctest
 import importlib
 import io
+import pkgutil
 
 import pytest
 
 import wid
+import wid.datasets as datasets
 
 #: Module -> the public functions whose docstrings must carry a runnable example.
 PUBLIC = {
@@ -38,6 +41,9 @@ PUBLIC = {
     "wid.spec.windows": [],
     "wid.spec.numbers": [],
 }
+#: Every module of the package and of the bundled generators (``wid.datasets``, installed from datasets/).
+MODULES = sorted({m.name for path, prefix in ((wid.__path__, "wid."), (datasets.__path__, "wid.datasets."))
+                  for m in pkgutil.walk_packages(path, prefix)} | set(PUBLIC))
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +54,11 @@ def readings(spark):
                           ).createOrReplaceTempView("readings")
 
 
-@pytest.mark.parametrize("name", PUBLIC)
+@pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(spark, readings, name):
     module = importlib.import_module(name)
     tests = [t for t in doctest.DocTestFinder().find(module, extraglobs={"spark": spark, "wid": wid}) if t.examples]
-    assert set(PUBLIC[name]) <= {t.name.rsplit(".", 1)[-1] for t in tests}, "a public function has no example"
+    assert set(PUBLIC.get(name, ())) <= {t.name.rsplit(".", 1)[-1] for t in tests}, "a public function has no example"
     runner, report = doctest.DocTestRunner(), io.StringIO()
     for test in tests:
         runner.run(test, out=report.write)

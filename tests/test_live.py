@@ -565,6 +565,8 @@ def test_bad_arguments_are_named(spark, stream):
         live(spark, QUERY, spark.table(VIEW))
     with pytest.raises(WidError, match="wid.punctuate"):
         live(spark, QUERY, tuples, punctuation="slack")
+    with pytest.raises(WidError, match="wid.punctuate"):  # before anything else is checked or compiled
+        live(spark, "SELECT nonsense", tuples, punctuation="slack", buckets=0)
     with pytest.raises(WidError, match="ORDER BY and LIMIT"):
         live(spark, QUERY + " ORDER BY k", tuples)
     with pytest.raises(WidError, match="implied by arrival order"):

@@ -61,6 +61,12 @@ def test_ordered_by_punctuates_each_key_up_to_its_own_value(spark, rows):
     assert frame(spark, punctuate.ordered_by("k")) == {(r, k, closed(x)) for r, k, x, _ in rows}
 
 
+def test_ordered_by_a_key_named_twice_punctuates_it_once(spark, rows):
+    compiled = compile_query(spark, QUERY)
+    assert punctuate.ordered_by("k", "K").punctuations(compiled).pattern == ("k",)
+    assert frame(spark, punctuate.ordered_by("k", "k")) == frame(spark, punctuate.ordered_by("k"))
+
+
 def test_embedded_bounds_become_wid_closed_and_null_keys_are_wildcards(spark, rows):
     given = [(5, "x", 42.0), (9, None, 17.5), (12, "y", -3.0)]
     df = spark.createDataFrame(given, "row_num long, k string, x double")

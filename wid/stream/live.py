@@ -55,7 +55,7 @@ from wid.stream.live_processor import Stateful
 from wid.stream.live_session_state import SessionProcessor
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
-from wid.stream.punctuation import Generator, Marks, checked
+from wid.stream.punctuation import Generator, Marks, checked, generator
 from wid.spec.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
@@ -76,6 +76,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
+    generator(punctuation)
     if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
         raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
     ending = END_COLUMN in stream.columns

@@ -169,7 +169,7 @@ class OrderedBy(Generator):
     mode: str = "generous"
 
     def punctuations(self, compiled) -> Punctuations:
-        names = tuple(_grouped(compiled, list(self.keys), "ordered_by").values())
+        names = tuple(dict.fromkeys(_grouped(compiled, list(self.keys), "ordered_by").values()))  # each key once
         frame = compiled.tagged.select(column("row_num").cast("long").alias("row_num"), *columns(names),
                                        self.closed(compiled, column(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,), wildcard=False)

@@ -119,11 +119,16 @@ def checked(punctuation: object, spec: WindowSpec) -> Generator | None:
     Traceback (most recent call last):
     wid.errors.WidError: punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), got 'slack'
     """
-    if punctuation is None:
-        return None
-    if not isinstance(punctuation, Generator):
+    punctuation = generator(punctuation)
+    if punctuation is not None and spec.refuses_punctuation is not None:
+        raise WidError(spec.refuses_punctuation)
+    return punctuation
+
+
+def generator(punctuation: object) -> Generator | None:
+    """``punctuation`` if it is a :mod:`wid.stream.punctuate` generator or None, else a
+    :class:`WidError` (checked before anything else runs; the window kind's say: :func:`checked`)."""
+    if punctuation is not None and not isinstance(punctuation, Generator):
         raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
                        f"got {punctuation!r}")
-    if spec.refuses_punctuation is not None:
-        raise WidError(spec.refuses_punctuation)
     return punctuation
