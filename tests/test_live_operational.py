@@ -22,7 +22,7 @@ from wid.bucket.spl_scan import Scanner
 from wid.errors import WidError
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                             PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
-from wid.spec.spl import parse_spl
+from wid.spec.spl_clause import parse_spl
 
 #: Every policy of seed 003's tables, partitioned and not, with partition eviction.
 CLAUSES = ["tumbling, count(3)", "tumbling, count(2) partitioned BY k", "tumbling, delta(v, 2.5) partitioned BY k",

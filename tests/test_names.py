@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
-from wid.spec.spl import Sliding, Tumbling, parse_spl
+from wid.spec.spl import Sliding, Tumbling
+from wid.spec.spl_clause import parse_spl
 from wid.spec.sqlexpr import quote
 from wid.stream import live_run
 from wid.stream.live import live

@@ -17,7 +17,7 @@ from wid import punctuate
 from wid.errors import WidError
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaTrigger, Discretization, PunctuationEviction,
                             PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
-from wid.spec.spl import parse_spl
+from wid.spec.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
 

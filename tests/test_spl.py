@@ -15,7 +15,7 @@ import wid
 from wid.errors import WidError
 from wid.bucket.spl import compiled, operational_bucket, path
 from wid.bucket.positions import beyond
-from wid.spec.spl import parse_spl
+from wid.spec.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
 

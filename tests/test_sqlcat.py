@@ -26,7 +26,7 @@ from wid.errors import WidError
 from wid.serve import spark_home
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
                             TumblingEviction)
-from wid.spec.spl import parse_spl
+from wid.spec.spl_clause import parse_spl
 
 from tests.operational_sim import simulate, simulate_flink
 from tests.test_spl import random_rows

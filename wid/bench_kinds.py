@@ -20,7 +20,7 @@ from wid.bucket.fca import units
 from wid.bucket.spl import operational_bucket
 from wid.datasets.disorder import disorder
 from wid.compiler import compile_query, query
-from wid.spec.spl import parse_spl
+from wid.spec.spl_clause import parse_spl
 from wid.stream.punctuate import heartbeat
 from wid.stream.replay import replay
 

@@ -27,7 +27,7 @@ def spelled(item: Any, name: Callable[[str], str]) -> Any:
     """``item`` (a window or policy dataclass) with each column it names (:data:`COLUMN_FIELDS`)
     spelled by ``name``, its policies (fields holding one, or a tuple of them) alike.
 
-    >>> from wid.spec.spl import parse_spl
+    >>> from wid.spec.spl_clause import parse_spl
     >>> spelled(parse_spl("tumbling, delta(X, 4) partitioned BY K"), str.lower)
     Tumbling(partition_by=('k',), partition_eviction=None, eviction=Delta(attr='x', delta=4), incomplete=True)
     >>> from wid.spec.clause import parse_window

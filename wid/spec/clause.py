@@ -16,7 +16,7 @@ import re
 from wid.errors import WidError
 from wid.spec.numbers import Number, as_number, times
 from wid.spec.sqlexpr import column_name
-from wid.spec.spl import is_spl, parse_spl
+from wid.spec.spl_clause import is_spl, parse_spl
 from wid.spec.aware import Session, SlideByRank, SlideByRows, SlideByTuple
 from wid.spec.base import WindowSpec
 from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
