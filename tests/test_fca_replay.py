@@ -278,3 +278,34 @@ def test_a_bound_on_the_nan_key_binds_that_key_alone(spark, key, late):
     out = wid.replay(spark, "SELECT k, count(*) AS n FROM nan_keys [RANGE 4 RATTR x SLIDE 1 ROW SATTR row_num] GROUP BY k",
                      punctuate.embedded(bound))
     assert {r.row_num for r in out.late.collect()} == late
+
+
+#: The nightly Hypothesis profile's counterexample of 2026-11-26 (test_properties'
+#: test_replay_slide_by_tuple_windows_with_exact_punctuations): LONG values just above 2**53.
+_NEAR_2_53 = [(-2, 927, None), (-1, 927, None), (1, 928, None), (3, 929, None), (4, 932, None), (7, 937, None),
+              (9, 941, None), (11, 942, -6344.0), (13, 943, None), (16, 947, -6885.3), (17, 950, None),
+              (18, 954, -4195.0), (19, 957, None), (20, 958, None), (23, 959, None), (26, 961, 5482.4),
+              (28, 968, None), (30, 984, None), (32, 990, None), (34, 993, None), (35, 994, None),
+              (38, 1002, None), (40, 1013, None), (43, 1017, 381.73), (45, 1017, None), (46, 1018, 3776.3),
+              (48, 1018, None), (49, 1033, 9509.0), (50, 1036, None), (53, 1037, None), (55, 1038, -860.97),
+              (57, 1038, None), (58, 1039, -9772.0), (60, 1040, -334.82), (61, 1043, 7782.4), (64, 1043, None),
+              (65, 1044, None), (66, 1045, None), (67, 1045, None), (69, 1046, -4941.0), (70, 1047, 1003.7),
+              (72, 1048, 134.69), (73, 1049, None)]
+
+
+@pytest.mark.xfail(strict=True, reason="replay of slide-by-tuple windows under punctuations loses a tuple when "
+                   "LONG values pass 2**53 (found 2026-11-26, not fixed yet)")
+def test_exact_punctuations_on_longs_beyond_2_53_give_the_query(spark):
+    rows = [(r, 9_007_199_254_740_000 + x, v) for r, x, v in _NEAR_2_53]
+    spark.createDataFrame(rows, "row_num long, x long, v double").createOrReplaceTempView("near_2_53")
+    arrival = sorted(r for r, _, _ in rows)
+    after = [arrival[i] for i in (6, 13, 20, 27, 34, 41)]  # each punctuation's bound: the least x still to come
+    bounds = [(a, min(x for r, x, _ in rows if r > a)) for a in after]
+    punctuations = spark.createDataFrame(bounds, "row_num long, x long")
+    query = "SELECT count(*) AS n, count(v) AS nv, max(v) AS hiv FROM near_2_53 [RANGE 1 RATTR x SLIDE 1 ROW SATTR row_num]"
+    rep = wid.replay(spark, query, punctuate.embedded(punctuations))
+    assert rep.late.count() == 0
+    got = {r["wid"]: (r["n"], r["nv"], r["hiv"]) for r in rep.results.collect()}
+    want = {r["wid"]: (r["n"], r["nv"], r["hiv"]) for r in wid.query(spark, query).collect()}
+    assert got == want
+    assert got[9_007_199_254_741_043] == (2, 1, 7782.4)
