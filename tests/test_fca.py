@@ -285,6 +285,16 @@ def test_bins_purge_and_late_floor_keep_the_windows_above_the_bound():
     assert got["m"][some].tolist() == [int(v[e].max()) for e, s in zip(inside, some) if s]
 
 
+def test_bins_purge_at_a_long_bound_beyond_2_53_keeps_the_window_at_the_bound():
+    """A bound that is a numpy long is used as it is: ``2**53 + 3`` is no double (one rounds it
+    up to ``2**53 + 4``), and the window ``w = bound`` keeps the tuple with ``a = bound``."""
+    a = np.array([2**53 + 1, 2**53 + 3], dtype=np.int64)
+    bins = Bins(1, {"n": ("n", None, np.dtype(np.int64))}, a.dtype)
+    bins.add(a, {})
+    bins.purge(a[1])
+    assert bins.at(a[1:])["n"].tolist() == [1]
+
+
 def test_chunks_hold_every_tuple_near_the_long_limit(spark):
     """Longs near 2**61 with a tiny span: Spark places each tuple in the chunk of its double
     (``floor(x / width)`` divides doubles), so the chunk range the punctuations are sent to must be

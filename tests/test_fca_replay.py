@@ -293,9 +293,9 @@ _NEAR_2_53 = [(-2, 927, None), (-1, 927, None), (1, 928, None), (3, 929, None), 
               (72, 1048, 134.69), (73, 1049, None)]
 
 
-@pytest.mark.xfail(strict=True, reason="replay of slide-by-tuple windows under punctuations loses a tuple when "
-                   "LONG values pass 2**53 (found 2026-11-26, not fixed yet)")
 def test_exact_punctuations_on_longs_beyond_2_53_give_the_query(spark):
+    """Row 61 (x = ...043, odd: a double rounds it to ...044) arrives just before the punctuation
+    whose bound is its own x: the purge below that bound keeps its window."""
     rows = [(r, 9_007_199_254_740_000 + x, v) for r, x, v in _NEAR_2_53]
     spark.createDataFrame(rows, "row_num long, x long, v double").createOrReplaceTempView("near_2_53")
     arrival = sorted(r for r, _, _ in rows)

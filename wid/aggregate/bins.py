@@ -132,8 +132,11 @@ class Bins:
                       for name, state in self.state.items()}
 
     def _id(self, bound: Number) -> Number:
-        """The least window-id ``>= bound`` when ids are integers."""
-        return math.ceil(bound) if self.pos.dtype.kind in "iu" else bound
+        """The least window-id ``>= bound`` when ids are integers (an integer bound as it is:
+        ``math.ceil`` of a numpy integer goes through a double, which rounds longs past 2**53)."""
+        if self.pos.dtype.kind not in "iu":
+            return bound
+        return int(bound) if isinstance(bound, (int, np.integer)) else math.ceil(bound)
 
 
 def reduce_at(partials: dict[str, tuple[str, str | None, np.dtype]], xs: np.ndarray, es: np.ndarray,
