@@ -121,9 +121,11 @@ def run_live(events: list[dict], cuts: list[float], consistent: bool) -> tuple[d
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, cuts, st.booleans(), st.randoms(use_true_random=False))
-def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd):
-    rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
+@given(stream, cuts, st.booleans(), st.randoms(use_true_random=False), st.sampled_from([0, -2**40, 2**62 + 1]))
+def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd, base):
+    """``base``: row_nums far from 0, as a nanosecond arrival clock gives (past 2**53 no double holds them)."""
+    rows = sorted(base + r for r in rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share
+    # its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
     events = elements(draws, rows)
     expected, expected_late = simulate(events, consistent)

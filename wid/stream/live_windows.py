@@ -116,7 +116,7 @@ class Bounds:
         """Per window (``keys``, ``wid``): the ``row_num`` of the batch's first punctuation
         (matching its pattern values) whose running max reaches it; NULL when none (closed by
         the end of the stream)."""
-        best = pd.Series(np.nan, index=windows.index)
+        best = pd.Series(pd.array([pd.NA] * len(windows), dtype="Int64"), index=windows.index)  # row_nums exact
         if windows.empty:
             return best
         ordered = windows[[*keys, WID]].assign(_wid_i=windows.index).sort_values(WID, kind="stable")
@@ -126,12 +126,12 @@ class Bounds:
                 continue
             run = (mine.groupby(list(shape), dropna=False, sort=False)[CLOSED] if shape else mine[CLOSED]).cummax()
             firsts = mine.assign(**{_RUN: run.astype("int64")}).drop_duplicates([*shape, _RUN], keep="first")
-            right = firsts[["row_num", *shape, _RUN]].sort_values(_RUN, kind="stable")
+            right = firsts[["row_num", *shape, _RUN]].astype({"row_num": "Int64"}).sort_values(_RUN, kind="stable")
             left, right = aligned(ordered, right, list(shape))  # e.g. keys all NULL: floats
             found = pd.merge_asof(left, right, left_on=WID, right_on=_RUN, by=list(shape) or None,
                                   direction="forward")
-            at = pd.Series(found["row_num"].to_numpy(), index=found["_wid_i"].to_numpy())
-            best = np.fmin(best, at.reindex(best.index))
+            at = pd.Series(found["row_num"].array, index=found["_wid_i"].to_numpy()).reindex(best.index)
+            best = best.where(at.isna() | (best.notna() & (best <= at)), at)
         return best
 
 
@@ -204,7 +204,7 @@ def advance(tuples: pd.DataFrame, punctuations: pd.DataFrame, panes: pd.DataFram
     >>> state = pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=[SHAPE, "k", "wid_closed"])
     >>> results, late, left, bounds = advance(tuples, marks, *state, layout)
     >>> results[["k", "wid", "_wid_p0", "emit_row"]].values.tolist(), late.values.tolist()
-    ([['a', 0, 1, 1.0]], [[2, 0]])
+    ([['a', 0, 1, 1]], [[2, 0]])
     >>> left[["wid_lo", "wid_hi", "_wid_p0"]].values.tolist()
     [[1, 2, 2]]
     """
