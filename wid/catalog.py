@@ -21,14 +21,28 @@ HOME_ENV, METASTORE_ENV = "WID_WAREHOUSE", "WID_METASTORE_URI"
 
 
 def home(warehouse: str | None = None) -> Path:
-    """The catalog's home directory (created): ``warehouse``, ``$WID_WAREHOUSE`` or ``~/.wid``."""
+    """The catalog's home directory (created): ``warehouse``, ``$WID_WAREHOUSE`` or ``~/.wid``.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = home(tmp + "/catalog/../wid")
+    ...     print(path == Path(tmp, "wid").resolve(), path.is_dir())
+    True True
+    """
     path = Path(warehouse or os.environ.get(HOME_ENV) or Path.home() / ".wid").expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
 def conf(path: Path, metastore_uri: str | None = None) -> dict[str, str]:
-    """Spark settings of a Hive-enabled session on the catalog at ``path``."""
+    """Spark settings of a Hive-enabled session on the catalog at ``path``.
+
+    >>> settings = conf(Path("/srv/wid"))
+    >>> settings["spark.sql.warehouse.dir"], settings["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    ('/srv/wid/warehouse', 'jdbc:derby:;databaseName=/srv/wid/metastore_db;create=true')
+    >>> conf(Path("/srv/wid"), "thrift://meta:9083")["spark.hadoop.hive.metastore.uris"]
+    'thrift://meta:9083'
+    """
     uri = metastore_uri or os.environ.get(METASTORE_ENV)
     settings = {
         "spark.sql.catalogImplementation": "hive",

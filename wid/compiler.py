@@ -51,7 +51,15 @@ def _normal(expr: str) -> str:
 
 @dataclass
 class CompiledQuery:
-    """A window query as Bucket output and the window-agnostic aggregation over it."""
+    """A window query as Bucket output and the window-agnostic aggregation over it.
+
+    >>> compiled = compile_query(spark, "SELECT k, max(v) AS hi FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
+    ...                                 "GROUP BY k HAVING hi > 1")
+    >>> [name for _, name in compiled.outputs(F.col)]
+    ['wid', 'window_start', 'window_end', 'k', 'hi']
+    >>> compiled.result().where("wid = 1").collect()  # window [0, 4): HAVING drops b (hi = 1)
+    [Row(wid=1, window_start=0.0, window_end=4.0, k='a', hi=5)]
+    """
 
     query: WindowQuery
     spec: WindowSpec
@@ -118,7 +126,18 @@ def _sort_key(item: str):
 
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
-    ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own."""
+    ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own.
+
+    >>> compiled = compile_query(spark, "SELECT k AS key, sum(v * 2) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
+    ...                                 "GROUP BY k")
+    >>> compiled.keys, compiled.aggregates, compiled.derived
+    (['k'], [Aggregate(alias='_wid_a1', fn='sum', arg='_wid_v1')], {'_wid_v1': 'v * 2'})
+    >>> compiled.output
+    [('wid', 'wid'), ('k', 'key'), ('_wid_a1', 'total')]
+    >>> compile_query(spark, "SELECT count(*) AS n FROM speeds [RANGE 4 SLIDE 2 WATTR ts]")
+    Traceback (most recent call last):
+    wid.errors.WidError: unknown view 'speeds': register the stream as a temp view first
+    """
     parsed = WindowQuery.parse(text)
     spec = (parse_window(parsed.window) if spec is None else spec).grouped(tuple(parsed.group_by))
     try:
@@ -185,7 +204,14 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
 
 
 def resolved(build, *args) -> DataFrame:
-    """``build(*args)`` with its plan analysed now, Spark's analysis errors as :class:`WidError`."""
+    """``build(*args)`` with its plan analysed now, Spark's analysis errors as :class:`WidError`.
+
+    >>> resolved(lambda: spark.table("readings").select("k")).columns
+    ['k']
+    >>> resolved(lambda: spark.table("readings").select("speed"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: cannot resolve the query: [UNRESOLVED_COLUMN.WITH_SUGGESTION] ... `speed` cannot be ...
+    """
     try:
         out = build(*args)
         out.schema  # noqa: B018 - forces analysis on classic and Connect sessions alike

@@ -43,7 +43,15 @@ def aligned(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
 
 
 def table(df: DataFrame, limit: int) -> str:
-    """An aligned text table of the first ``limit`` rows of ``df``, with the total row count."""
+    """An aligned text table of the first ``limit`` rows of ``df``, with the total row count.
+
+    >>> print(table(spark.table("readings").orderBy("row_num"), 2))
+    row_num  ts  arrival_ts  k  v
+    -------  --  ----------  -  -
+          0   1         1.5  a  5
+          1   4         4.5  a  7
+    (showing 2 of 4 rows (--limit N for more))
+    """
     total = df.count()
     rows = [[cell(v) for v in row] for row in df.limit(limit).collect()]
     numeric = [isinstance(f.dataType, NumericType) for f in df.schema.fields]

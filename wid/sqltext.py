@@ -33,7 +33,15 @@ def _expr(text: str) -> str:
 
 
 def finish_sql(compiled: CompiledQuery, aggregated: str) -> str:
-    """:meth:`CompiledQuery.finish` as SQL over the aggregate's result ``aggregated``."""
+    """:meth:`CompiledQuery.finish` as SQL over the aggregate's result ``aggregated``.
+
+    >>> compiled = compile_query(spark, "SELECT k, max(v) AS hi FROM readings [RANGE 2 RATTR ts SLIDE 1 ROW "
+    ...                                 "SATTR row_num] GROUP BY k HAVING hi > 1 ORDER BY hi DESC LIMIT 2")
+    >>> print(finish_sql(compiled, "aggregated"))
+    SELECT * FROM (SELECT `wid` AS `wid`, `k` AS `k`, `_wid_a1` AS `hi` FROM (aggregated)) WHERE (hi > 1
+    ) ORDER BY (hi
+    ) DESC LIMIT 2
+    """
     columns = ", ".join(e.alias(name) for e, name in compiled.outputs(Sql.column))
     text = f"SELECT {columns} FROM ({aggregated})"
     q = compiled.query
@@ -52,7 +60,23 @@ def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = Non
     query's window clause, e.g. a :class:`wid.spec.flink.Discretization`); raises
     :class:`WidError` on bad input and for the window kinds whose tagging runs Python (SPL
     windows with delta policies or partition eviction, Flink discretizations off the
-    ``columns`` path)."""
+    ``columns`` path).
+
+    The text runs on Spark alone, with :func:`wid.query`'s result:
+
+    >>> text = to_sql(spark, "SELECT k, sum(v) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k "
+    ...                      "HAVING total > 4")
+    >>> spark.sql(text).orderBy("wid", "k").show()
+    +---+------------+----------+---+-----+
+    |wid|window_start|window_end|  k|total|
+    +---+------------+----------+---+-----+
+    |  0|        -2.0|       2.0|  a|    5|
+    |  1|         0.0|       4.0|  a|    5|
+    |  2|         2.0|       6.0|  a|    7|
+    |  3|         4.0|       8.0|  a|    7|
+    +---+------------+----------+---+-----+
+    <BLANKLINE>
+    """
     refusal = (window or parse_window(WindowQuery.parse(query_text).window)).sql_refusal
     if refusal:  # before any Spark job of the query's own path (a check on the data)
         raise WidError(refusal)

@@ -38,7 +38,13 @@ _MAX_LIMIT = 2**31 - 1
 class SelectItem:
     """``expr [AS alias]``; the output name is the alias, else the column's name or the
     expression's text. ``call`` is ``(fn, argument)`` when ``expr`` is one decomposable aggregate
-    (count, sum, avg, min or max of one argument, no DISTINCT; argument None for ``count(*)``)."""
+    (count, sum, avg, min or max of one argument, no DISTINCT; argument None for ``count(*)``).
+
+    >>> q = WindowQuery.parse("SELECT avg(v) AS mean, count(*), count(DISTINCT v), max(v) - min(v) span "
+    ...                       "FROM readings [RANGE 4 SLIDE 2 WATTR ts]")
+    >>> [(item.alias, item.call) for item in q.select]
+    [('mean', ('avg', 'v')), ('count(*)', ('count', None)), ('count(DISTINCT v)', None), ('span', None)]
+    """
 
     expr: str
     alias: str
@@ -47,7 +53,16 @@ class SelectItem:
 
 @dataclass(frozen=True)
 class WindowQuery:
-    """The parts of a window query, as the user's text."""
+    """The parts of a window query, as the user's text.
+
+    >>> q = WindowQuery.parse("SELECT k, sum(v) AS s FROM readings [RANGE 4 SLIDE 2 WATTR ts] WHERE v > 1 "
+    ...                       "GROUP BY k ORDER BY wid LIMIT 10")
+    >>> q.source, q.window, q.where, q.group_by, q.order_by, q.limit
+    ('readings', 'RANGE 4 SLIDE 2 WATTR ts', 'v > 1', ['k'], ['wid'], 10)
+    >>> WindowQuery.parse("SELECT k, sum(v) AS s FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k LIMIT 2.5")
+    Traceback (most recent call last):
+    wid.errors.WidError: LIMIT needs a whole number, got '2.5'
+    """
 
     select: list[SelectItem]
     source: str

@@ -55,7 +55,17 @@ def _identity(kind: str, dtype: np.dtype):
 def ends(x: np.ndarray, r: Number) -> np.ndarray:
     """``e(x)``, the least value of x's type with ``e >= x + r`` exactly: ``x + ceil(r)`` for
     integers; for doubles (``r`` a double) ``s = fl(x + r)``, or the next double when the
-    rounding error ``x + r - s`` (Knuth's TwoSum) is positive; for decimals ``x + r``."""
+    rounding error ``x + r - s`` (Knuth's TwoSum) is positive; for decimals ``x + r``.
+
+    ``fl(1.0 + 2**-60)`` rounds down to 1.0, so the end is the next double:
+
+    >>> ends(np.array([7, -3]), 2.5).tolist()
+    [10, 0]
+    >>> ends(np.array([1.0, -0.5]), 2.0 ** -60).tolist()
+    [1.0000000000000002, -0.49999999999999994]
+    >>> ends(np.array([Decimal("-0.15")], dtype=object), Decimal("0.25")).tolist()
+    [Decimal('0.10')]
+    """
     if x.dtype.kind in "iu":
         return x + np.int64(math.ceil(r))
     if x.dtype.kind == "f":
@@ -70,14 +80,27 @@ def ends(x: np.ndarray, r: Number) -> np.ndarray:
 
 
 def lowest(dtype: np.dtype):
-    """Below every value of ``dtype`` (the init bin's id): its least integer, or -inf."""
+    """Below every value of ``dtype`` (the init bin's id): its least integer, or -inf.
+
+    >>> lowest(np.dtype(np.int64)), lowest(np.dtype(np.float64))
+    (-9223372036854775808, -inf)
+    """
     return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
 class Bins:
     """Start and end bins of one key partition, after the init bin (id -inf, the identity).
     ``partials`` maps a name to ``(kind, column, dtype)``: kind ``n`` counts the present
-    values of ``column`` (``None``: every tuple), ``sum``/``min``/``max`` reduce them."""
+    values of ``column`` (``None``: every tuple), ``sum``/``min``/``max`` reduce them.
+
+    RANGE 2, a count and a double sum (the value of the tuple at 7 is NULL); window ``w`` holds ``w - 2 < x <= w``:
+
+    >>> kinds = {"n": ("n", None, np.dtype(np.int64)), "sum:v": ("sum", "v", np.dtype(np.float64))}
+    >>> bins = Bins(2, kinds, np.int64)
+    >>> bins.add(np.array([4, 3, 7]), {"v": (np.array([0.5, -1.25, 2.0]), np.array([True, True, False]))})
+    >>> {name: partial.tolist() for name, partial in bins.at(np.array([3, 4, 5, 6, 7])).items()}
+    {'n': [1, 2, 1, 0, 1], 'sum:v': [-1.25, -0.75, 0.5, 0.0, 0.0]}
+    """
 
     def __init__(self, r: Number, partials: dict[str, tuple[str, str | None, np.dtype]], x_dtype: np.dtype):
         self.r, self.partials = r, partials
@@ -143,7 +166,15 @@ def reduce_at(partials: dict[str, tuple[str, str | None, np.dtype]], xs: np.ndar
               values: dict[str, tuple[np.ndarray, np.ndarray]], points: np.ndarray) -> dict[str, np.ndarray]:
     """Each partial, at each of the sorted ``points`` ``b``, of the tuples with ``x <= b < e(x)``:
     ``xs`` sorted, ``es = ends(xs)`` (non-decreasing too), ``values`` aligned with ``xs``; those
-    tuples are ``[lo, hi)`` with ``lo`` the first with ``e(x) > b``, ``hi`` the first with ``x > b``."""
+    tuples are ``[lo, hi)`` with ``lo`` the first with ``e(x) > b``, ``hi`` the first with ``x > b``.
+
+    RANGE 2: at ``b = 3.0`` the tuple at 1.0 is out (its end 3.0 is not above 3.0):
+
+    >>> kinds = {"n": ("n", None, np.dtype(np.int64)), "max:v": ("max", "v", np.dtype(np.int64))}
+    >>> xs, values = np.array([1.0, 2.5, 4.0]), {"v": (np.array([5, 1, 7]), np.ones(3, dtype=bool))}
+    >>> {name: p.tolist() for name, p in reduce_at(kinds, xs, ends(xs, 2), values, np.array([2.5, 3.0, 4.0])).items()}
+    {'n': [2, 1, 2], 'max:v': [5, 1, 7]}
+    """
     lo = np.searchsorted(es, points, side="right")
     hi = np.searchsorted(xs, points, side="right")
     return {name: (hi - lo).astype(np.int64) if column is None else _range_reduce(kind, *values[column], lo, hi)
@@ -157,7 +188,16 @@ def at_windows(partials: dict[str, tuple[str, str | None, np.dtype]], r: Number,
     directly: a window ``w`` lies in the bin of the last start or end ``<= w``, so both hold the
     tuples with ``x <= w < e(x)`` (:func:`reduce_at`). ``x`` and ``values`` in any order (ties
     of ``x`` kept in it); windows go ``batch`` at a time, each batch reducing only the
-    tuples its extents span."""
+    tuples its extents span.
+
+    The readings' ``ts`` and ``v`` (in arrival order), RANGE 2, a window at every ``ts``:
+
+    >>> kinds = partials([Aggregate("n", "count"), Aggregate("total", "sum", "v")], {"v": np.dtype(np.int64)})
+    >>> values = {"v": (np.array([5, 7, 1, 2]), np.ones(4, dtype=bool))}
+    >>> parts = at_windows(kinds, 2, np.array([1.0, 4.0, 2.5, 9.0]), values, np.array([1.0, 2.5, 4.0, 9.0]))
+    >>> {name: p.tolist() for name, p in parts.items()}
+    {'n': [1, 2, 2, 1], 'n:v': [1, 2, 2, 1], 'sum:v': [5, 6, 8, 2]}
+    """
     order = np.argsort(x, kind="stable")
     xs = x[order]
     es = ends(xs, r)
@@ -259,7 +299,13 @@ def _state(a: Aggregate, partials: dict[str, np.ndarray]) -> tuple[np.ndarray, n
 
 
 def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
-    """Each aggregate (its alias) from the bins' partials, NULL over no value: a :data:`Finish`."""
+    """Each aggregate (its alias) from the bins' partials, NULL over no value: a :data:`Finish`.
+
+    >>> parts = {"n": np.array([2, 1]), "n:v": np.array([2, 0]), "sum:v": np.array([-1.5, 0.0])}
+    >>> aggregates = [Aggregate("n", "count"), Aggregate("mean", "avg", "v")]
+    >>> {name: a.to_pylist() for name, a in finals(aggregates, parts).items()}
+    {'n': [2, 1], 'mean': [-0.75, None]}
+    """
     out = {}
     for a in aggregates:
         n, state = _state(a, partials)
@@ -273,7 +319,14 @@ def finals(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict
 def spark_partials(aggregates: list[Aggregate], partials: dict[str, np.ndarray]) -> dict[str, pa.Array]:
     """Each aggregate's partial states as Spark's (:meth:`Aggregate.partials`: names and values,
     NULL where Spark's sum, min or max over no value is): a :data:`Finish`, for the merge that
-    Spark finishes (live mode's output)."""
+    Spark finishes (live mode's output).
+
+    >>> parts = {"n": np.array([3, 1]), "n:v": np.array([2, 0]), "min:v": np.array([-4, 0]),
+    ...          "sum:v": np.array([1.5, 0.0])}
+    >>> aggregates = [Aggregate("lo", "min", "v"), Aggregate("mean", "avg", "v")]
+    >>> {name: a.to_pylist() for name, a in spark_partials(aggregates, parts).items()}
+    {'_wid_p0': [-4, None], '_wid_p1s': [1.5, None], '_wid_p1n': [2, 0]}
+    """
     out = {}
     for i, a in enumerate(aggregates):
         names = [name for name, _ in a.partials(i)]
@@ -286,7 +339,13 @@ def spark_partials(aggregates: list[Aggregate], partials: dict[str, np.ndarray])
 
 def columns(part: pa.Table, partials: dict[str, tuple[str, str | None, np.dtype]],
             numeric: dict[str, np.dtype]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``(values, present)`` of each value column the partials read, in the bins' numpy types."""
+    """``(values, present)`` of each value column the partials read, in the bins' numpy types.
+
+    >>> part = pa.table({"k": ["a", "a", "b"], "v": pa.array([5, None, -2])})
+    >>> kinds = partials([Aggregate("s", "sum", "v")], {"v": np.dtype(np.float64)})
+    >>> {name: (v.tolist(), p.tolist()) for name, (v, p) in columns(part, kinds, {"v": np.dtype(np.float64)}).items()}
+    {'v': ([5.0, 0.0, -2.0], [True, False, True])}
+    """
     out = {}
     for name in {c for _, c, _ in partials.values() if c is not None}:
         column = part.column(name)
@@ -299,7 +358,15 @@ def columns(part: pa.Table, partials: dict[str, tuple[str, str | None, np.dtype]
 
 def add(bins: Bins, x: np.ndarray, values: dict[str, tuple[np.ndarray, np.ndarray]],
         floor: Number | None = None) -> None:
-    """processtuple for every tuple of ``x`` (and ``values``), :data:`BATCH` at a time."""
+    """processtuple for every tuple of ``x`` (and ``values``), :data:`BATCH` at a time.
+
+    RANGE 3 and ``floor`` 3: the tuple at 1 counts in window 3 only, not in windows 1 and 2:
+
+    >>> bins = Bins(3, {"n": ("n", None, np.dtype(np.int64))}, np.int64)
+    >>> add(bins, np.array([1, 4]), {}, floor=3)
+    >>> bins.at(np.array([1, 2, 3, 4]))["n"].tolist()
+    [0, 0, 1, 1]
+    """
     for start in range(0, len(x), BATCH):
         batch = slice(start, start + BATCH)
         bins.add(x[batch], {name: (v[batch], p[batch]) for name, (v, p) in values.items()}, floor)
@@ -309,7 +376,15 @@ def output(part: pa.Table, keys: list[str], windows: np.ndarray, result: dict[st
            aggregates: list[Aggregate], schema: pa.Schema, finish: Finish = finals, **extra: np.ndarray) -> pa.Table:
     """The rows of one key partition (the key of ``part``): ``wid`` and the aggregates (as
     ``finish`` makes them) for each of ``windows`` whose extent holds a tuple (``result`` from
-    :meth:`Bins.at`), plus ``extra``."""
+    :meth:`Bins.at`), plus ``extra``.
+
+    Window 5's extent holds no tuple (``n`` 0): no row.
+
+    >>> schema = pa.schema([("k", pa.string()), ("wid", pa.int64()), ("n", pa.int64())])
+    >>> part, result = pa.table({"k": ["a", "a"]}), {"n": np.array([2, 0])}
+    >>> output(part, ["k"], np.array([3, 5]), result, [Aggregate("n", "count")], schema).to_pylist()
+    [{'k': 'a', 'wid': 3, 'n': 2}]
+    """
     keep = result["n"] > 0
     count = int(keep.sum())
     data = {k: part.column(k).take(pa.array(np.zeros(count, dtype=np.int64))) for k in keys}

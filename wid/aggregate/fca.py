@@ -53,7 +53,17 @@ def aggregate(tagged: DataFrame, r: Number, dtype: DataType, keys: list[str], ag
     ``keys``, ``wid`` (of the rattr's type) and one column per aggregate, typed as Spark's
     aggregate. ``method``: ``"bins"`` (the default; falls back to ``"sql"`` for aggregates
     the bins cannot hold) or ``"sql"`` (:func:`joined_aggregate`); ``chunk_rows`` sizes the
-    bins' chunks (:func:`binned_aggregate`)."""
+    bins' chunks (:func:`binned_aggregate`).
+
+    RANGE 2 on ``ts``: a window at every tuple's ``ts``, shared by the keys, holding ``w - 2 < ts <= w``:
+
+    >>> from wid.bucket.fca import bucket
+    >>> from wid.spec.aware import SlideByTuple
+    >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
+    >>> out = aggregate(tagged, 2, DoubleType(), ["k"], [Aggregate("total", "sum", "v")])
+    >>> sorted(tuple(row) for row in out.collect())
+    [('a', 1.0, 5), ('a', 2.5, 5), ('a', 4.0, 7), ('a', 9.0, 2), ('b', 2.5, 1), ('b', 4.0, 1)]
+    """
     if method not in ("bins", "sql"):
         raise WidError(f"unknown FCA method {method!r}: bins or sql")
     numeric = numeric_types(tagged, aggregates)
@@ -66,7 +76,15 @@ def aggregate(tagged: DataFrame, r: Number, dtype: DataType, keys: list[str], ag
 
 def typed(out: DataFrame, tagged: DataFrame, dtype: DataType, keys: list[str], aggregates: list[Aggregate],
           *extra: str) -> DataFrame:
-    """``keys``, ``wid`` as a value of the rattr's type ``dtype``, the aggregates typed as Spark's, ``extra``."""
+    """``keys``, ``wid`` as a value of the rattr's type ``dtype``, the aggregates typed as Spark's, ``extra``.
+
+    A sum of longs is a long, as Spark's:
+
+    >>> out = spark.createDataFrame([("a", 4.0, 12.0, 6.0)], "k string, wid double, total double, mean double")
+    >>> aggregates = [Aggregate("total", "sum", "v"), Aggregate("mean", "avg", "v")]
+    >>> typed(out, spark.table("readings"), DoubleType(), ["k"], aggregates).dtypes
+    [('k', 'string'), ('wid', 'double'), ('total', 'bigint'), ('mean', 'double')]
+    """
     types = tagged.groupBy().agg(*[a.direct().alias(a.alias) for a in aggregates]).schema
     return out.select(*map(column, keys), rattr_value(column(WID), dtype).alias(WID),
                       *[column(f.name).cast(f.dataType) for f in types.fields], *map(column, extra))
@@ -74,7 +92,14 @@ def typed(out: DataFrame, tagged: DataFrame, dtype: DataType, keys: list[str], a
 
 def numeric_types(tagged: DataFrame, aggregates: list[Aggregate]) -> dict[str, np.dtype] | None:
     """The numpy type the bins reduce each sum/avg/min/max column in; None when some
-    aggregate is not one the bins hold (``fn="sql"``, decimals, non-numbers)."""
+    aggregate is not one the bins hold (``fn="sql"``, decimals, non-numbers).
+
+    >>> aggregates = [Aggregate("n", "count"), Aggregate("s", "sum", "v"), Aggregate("m", "max", "ts")]
+    >>> numeric_types(spark.table("readings"), aggregates)
+    {'v': dtype('int64'), 'ts': dtype('float64')}
+    >>> numeric_types(spark.table("readings"), [Aggregate("x", "sql", "max_by(k, v)")]) is None
+    True
+    """
     types = {f.name: f.dataType for f in tagged.schema.fields}
     out = {}
     for a in aggregates:
@@ -101,7 +126,18 @@ class Chunks:
     """The scan's input ``rows``: each tuple (keys, values, ``row_num``, ``wid_x``, ``wid_in``
     when the query has a WHERE, :data:`DEFINES`) once per chunk its range meets, where it
     contributes or defines a window; chunk ``c`` holds the windows ``c*width <= w < (c+1)*width``,
-    for ``first <= c <= last``."""
+    for ``first <= c <= last``.
+
+    Chunks 2 wide: the tuple at 4.0 (ids ``[4, 6)``) is in chunk 2, its home, where it defines window 4.0, and in
+    chunk 3, that of its end 6.0:
+
+    >>> from wid.bucket.fca import bucket
+    >>> from wid.spec.aware import SlideByTuple
+    >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
+    >>> rows = chunk_rows_of(tagged, 2, [], [Aggregate("n", "count")], chunk_rows=1).rows
+    >>> sorted((row[CHUNK], row[DEFINES]) for row in rows.where("wid_x = 4.0").collect())
+    [(2, True), (3, False)]
+    """
 
     rows: DataFrame
     width: Number
@@ -114,7 +150,18 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     """The :class:`Chunks`: equal pieces of the x axis, at least ``r`` wide, about
     ``chunk_rows`` tuples each but at most twice as many as shuffle partitions; cutting them
     runs one Spark job now (min, max and count of x). ``first``/``last`` have a chunk of margin
-    (:func:`wid.bucket.fca.chunk_of` may round). ``arrival``: the rows keep ``row_num``."""
+    (:func:`wid.bucket.fca.chunk_of` may round). ``arrival``: the rows keep ``row_num``.
+
+    ``ts`` spans 1.0 to 9.0: at one tuple per chunk, 4 chunks of ``8 / 4 = 2`` (at least the RANGE, 2); then
+    ``first = floor(1.0 / 2) - 1`` and ``last = floor((9.0 + 2) / 2) + 1``:
+
+    >>> from wid.bucket.fca import bucket
+    >>> from wid.spec.aware import SlideByTuple
+    >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
+    >>> chunks = chunk_rows_of(tagged, 2, [], [Aggregate("n", "count")], chunk_rows=1)
+    >>> chunks.width, chunks.first, chunks.last
+    (2, -1, 6)
+    """
     most = 2 * int(tagged.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     low, high, count = tagged.agg(F.min(WID_X), F.max(WID_X), F.count("*")).first()
     pieces = max(1, min(most, count // chunk_rows))
@@ -144,7 +191,13 @@ def _chunk(v: Number, width: Number, decimal: bool) -> int:
 
 def bins_schema(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
                 numeric: dict[str, np.dtype], *extra: StructField) -> StructType:
-    """The scan's output: ``keys``, ``wid`` (x units), the aggregates as the bins hold them, ``extra``."""
+    """The scan's output: ``keys``, ``wid`` (x units), the aggregates as the bins hold them, ``extra``.
+
+    >>> tagged = spark.table("readings").withColumn(WID_X, column("ts"))
+    >>> aggregates = [Aggregate("n", "count"), Aggregate("s", "sum", "v"), Aggregate("m", "avg", "v")]
+    >>> bins_schema(tagged, 2, ["k"], aggregates, {"v": np.dtype(np.int64)}).simpleString()
+    'struct<k:string,wid:double,n:bigint,s:bigint,m:double>'
+    """
     fields = {f.name: f for f in tagged.schema.fields}
     return StructType([
         *[fields[k] for k in keys],
@@ -161,7 +214,13 @@ def _bins_type(a: Aggregate, numeric: dict[str, np.dtype]) -> DataType:
 
 
 def arrow_schema(schema: StructType) -> pa.Schema:
-    """``schema`` as Arrow's, timestamps in UTC (as the Arrow batches Spark hands Python)."""
+    """``schema`` as Arrow's, timestamps in UTC (as the Arrow batches Spark hands Python).
+
+    >>> from pyspark.sql.types import TimestampType
+    >>> schema = StructType([StructField("wid", TimestampType()), StructField("n", LongType())])
+    >>> [str(t) for t in arrow_schema(schema).types]
+    ['timestamp[us, tz=UTC]', 'int64']
+    """
     return to_arrow_schema(schema, timezone="UTC")
 
 
@@ -183,20 +242,42 @@ def by_key(table: pa.Table, keys: list[str]) -> list[np.ndarray]:
 
 
 def windows_of(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """The chunk's windows (sorted) and the row indices of their defining tuples."""
+    """The chunk's windows (sorted) and the row indices of their defining tuples.
+
+    >>> table = pa.table({WID_X: [4.0, 1.0, 4.0, 2.5], DEFINES: [True, False, True, True]})
+    >>> [a.tolist() for a in windows_of(table)]
+    [[2.5, 4.0], [0, 2, 3]]
+    """
     defines = table.column(DEFINES).to_numpy(zero_copy_only=False)
     windows = np.sort(table.column(WID_X).to_numpy()[defines])
     return windows[np.r_[True, windows[1:] != windows[:-1]] if len(windows) else []], np.flatnonzero(defines)
 
 
 def contributing_rows(table: pa.Table) -> pa.Table:
-    """The rows of a chunk that contribute to its windows' extents (:class:`Chunks`)."""
+    """The rows of a chunk that contribute to its windows' extents (:class:`Chunks`).
+
+    A NULL ``wid_in`` does not contribute; without ``wid_in`` every row does:
+
+    >>> table = pa.table({WID_X: [4.0, 1.0, 2.5], WID_IN: pa.array([True, None, False])})
+    >>> contributing_rows(table).to_pylist(), contributing_rows(table.drop_columns([WID_IN])).num_rows
+    ([{'wid_x': 4.0, 'wid_in': True}], 3)
+    """
     return table.filter(table.column(WID_IN)) if WID_IN in table.column_names else table
 
 
 def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: list[Aggregate],
                      numeric: dict[str, np.dtype], chunk_rows: int = CHUNK_ROWS) -> DataFrame:
-    """The bins formulation (``wid`` in x units) on the chunks of :func:`chunk_rows_of`."""
+    """The bins formulation (``wid`` in x units) on the chunks of :func:`chunk_rows_of`.
+
+    RANGE 2 on ``ts``: window 2.5 holds the values 5 and 1 (``ts`` 1.0 and 2.5), window 4.0 the values 1 and 7:
+
+    >>> from wid.bucket.fca import bucket
+    >>> from wid.spec.aware import SlideByTuple
+    >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
+    >>> out = binned_aggregate(tagged, 2, [], [Aggregate("m", "avg", "v")], {"v": np.dtype(np.int64)})
+    >>> sorted(tuple(row) for row in out.collect())
+    [(1.0, 5.0), (2.5, 3.0), (4.0, 4.0), (9.0, 2.0)]
+    """
     schema = bins_schema(tagged, r, keys, aggregates, numeric)
     kinds = partials(aggregates, numeric)
     arrival = any(kind == "sum" and dtype.kind == "f" for kind, _, dtype in kinds.values())  # ties: arrival order

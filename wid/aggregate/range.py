@@ -74,7 +74,16 @@ def _as(sql: str, name: str) -> Column:
 class Aggregate:
     """Output column ``alias``: ``fn(arg)`` with fn in count/sum/avg/min/max (``arg`` an
     input column, ``None`` for ``count(*)``), or with ``fn="sql"`` any Spark SQL
-    aggregate expression ``arg`` over the input columns (evaluated by expansion)."""
+    aggregate expression ``arg`` over the input columns (evaluated by expansion).
+
+    An avg is a sum and a count per pane, merged by sums:
+
+    >>> mean = Aggregate("mean", "avg", "v")
+    >>> mean.partials(0)
+    [('_wid_p0s', 'sum(CAST(`v` AS DOUBLE))'), ('_wid_p0n', 'count(`v`)')]
+    >>> mean.final(0)
+    'CASE WHEN sum(`_wid_p0n`) > 0 THEN sum(`_wid_p0s`) / sum(`_wid_p0n`) END'
+    """
 
     alias: str
     fn: str
@@ -139,7 +148,16 @@ def _decimal_sum(total: str, dtype: DecimalType) -> str:
 
 def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[str, str]) -> None:
     """A :class:`WidError` naming the select item (``texts``: alias -> text) whose sum or avg
-    is given something other than a number (Spark would fail at run time casting it)."""
+    is given something other than a number (Spark would fail at run time casting it).
+
+    A max takes a string, a sum does not:
+
+    >>> numeric_arguments(spark.table("readings"), [Aggregate("hi", "max", "k")], {"hi": "max(k)"})
+    >>> numeric_arguments(spark.table("readings"), [Aggregate("s", "sum", "k")], {"s": "sum(k)"})
+    Traceback (most recent call last):
+        ...
+    wid.errors.WidError: sum(k): sum needs a number, not string
+    """
     types = {f.name: f.dataType for f in df.schema.fields}
     for a in aggregates:
         if a.fn in ("sum", "avg") and not isinstance(types[a.arg], NumericType):
@@ -148,7 +166,11 @@ def numeric_arguments(df: DataFrame, aggregates: list[Aggregate], texts: dict[st
 
 def short(span: int | None) -> bool:
     """Every range holds at most :data:`DIRECT` ids (``span``: a bound on ``wid_hi - wid_lo + 1``
-    that the caller knows, None when it knows none): the panes spread over their ids at once."""
+    that the caller knows, None when it knows none): the panes spread over their ids at once.
+
+    >>> short(DIRECT), short(DIRECT + 1), short(None)
+    (True, False, False)
+    """
     return span is not None and span <= DIRECT
 
 
@@ -160,7 +182,15 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
     followed by another). With keys, the panes move once to their keys' partition: the later
     group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
-    after the pane stage)."""
+    after the pane stage).
+
+    Each tuple counts once in every id of its range:
+
+    >>> tagged = spark.createDataFrame([(0, 2, 5), (1, 3, -2), (3, 3, 4)], "wid_lo long, wid_hi long, v long")
+    >>> out = range_aggregate(tagged, [], [Aggregate("n", "count"), Aggregate("total", "sum", "v")])
+    >>> sorted(tuple(row) for row in out.collect())
+    [(0, 1, 5), (1, 2, 3), (2, 2, 3), (3, 2, 2)]
+    """
     if not all(a.decomposable for a in aggregates):
         return _expanded(tagged, keys, aggregates)
     types = {f.name: f.dataType for f in tagged.schema.fields}
@@ -190,7 +220,15 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
                         types: dict[str, DataType], span: int | None = None) -> str:
     """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
     quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
-    blocks and ids, and the same result types."""
+    blocks and ids, and the same result types.
+
+    >>> from pyspark.sql.types import LongType
+    >>> tagged = ("(SELECT * FROM VALUES ('a', 0L, 2L, 5L), ('a', 1L, 3L, -2L), ('b', 3L, 3L, 4L) "
+    ...           "AS t(k, wid_lo, wid_hi, v))")
+    >>> text = range_aggregate_sql(tagged, ["k"], [Aggregate("mean", "avg", "v")], {"v": LongType()}, span=3)
+    >>> sorted(tuple(row) for row in spark.sql(text).collect())
+    [('a', 0, 5.0), ('a', 1, 1.5), ('a', 2, 1.5), ('a', 3, -2.0), ('b', 3, 4.0)]
+    """
     key = "".join(f"{quote(k)}, " for k in keys)
     if not all(a.decomposable for a in aggregates):
         return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quote(a.alias)}' for a in aggregates)} "

@@ -19,19 +19,34 @@ T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
 
 
 def time_scale(df: DataFrame, ts: str) -> int:
-    """Factor from seconds to the units of the clock on column ``ts`` (10**6 for timestamps)."""
+    """Factor from seconds to the units of the clock on column ``ts`` (10**6 for timestamps).
+
+    >>> days = spark.sql("SELECT DATE'2026-11-25' AS day")
+    >>> time_scale(spark.table("readings"), "arrival_ts"), time_scale(days, "day")
+    (1, 1000000)
+    """
     return numeric_value(column(ts), attribute_type(df, ts), ts)[1]
 
 
 def ticks(x: Expr, period: float) -> Expr:
     """``floor(x / period)`` as a long, in the clock's own (double) arithmetic, as the operational
-    time policies compare: exact on integral clocks below 2**53."""
+    time policies compare: exact on integral clocks below 2**53.
+
+    >>> times = spark.createDataFrame([(-0.5,), (2.5,), (4.99,)], "t double")
+    >>> sorted(times.select("t", ticks(column("t"), 2.5).alias("tick")).collect())
+    [Row(t=-0.5, tick=-1), Row(t=2.5, tick=1), Row(t=4.99, tick=1)]
+    """
     return call("floor", x / constant(period, x)).cast("long")
 
 
 def clock(df: DataFrame, ts: str, named: Named = column) -> Expr:
     """The clock ``T`` on column ``ts`` as a number (seconds, microseconds for timestamps; NULL
-    and NaN refused), row by row: live mode checks its order as the rows come."""
+    and NaN refused), row by row: live mode checks its order as the rows come.
+
+    >>> arrivals = spark.sql("SELECT 0L AS row_num, TIMESTAMP'1970-01-01 00:00:01.25' AS t")
+    >>> arrivals.select(clock(arrivals, "t").alias("T")).first()
+    Row(T=1250000)
+    """
     dtype = attribute_type(df, ts)
     return checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
 
@@ -57,7 +72,13 @@ def check_clock(t: np.ndarray, previous: float, row_num: np.ndarray, ts: str) ->
 def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:
     """The steps adding the clock ``T`` on column ``ts`` of ``df`` (a run-time error names the first
     row where it decreases) and ``T0``/``TEND`` over the rows where ``counted`` holds (all rows
-    by default); Columns, or SQL text with ``named = Sql.column``."""
+    by default); Columns, or SQL text with ``named = Sql.column``.
+
+    >>> readings = spark.table("readings")  # ts by row_num: 1.0, 4.0, 2.5, 9.0
+    >>> staged(readings, clock_steps(readings, "ts")).collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: [USER_RAISED_EXCEPTION] wid: ts decreases in row_num order at row_num=2 ...
+    """
     t = clock(df, ts, named)
     row = named("row_num")
     message = call("concat", constant(f"wid: {ts} decreases in row_num order at row_num=", row), row.cast("string"))
@@ -67,5 +88,18 @@ def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Name
 
 
 def clocked(df: DataFrame, ts: str, counted: Expr | None = None) -> DataFrame:
-    """``df`` after :func:`clock_steps`."""
+    """``df`` after :func:`clock_steps`.
+
+    >>> arrivals = clocked(spark.table("readings"), "arrival_ts", column("v") > 4)  # T0, TEND over rows 0 and 1
+    >>> arrivals.select("row_num", T, T0, TEND).orderBy("row_num").show()
+    +-------+------+-------+---------+
+    |row_num|_wid_t|_wid_t0|_wid_tend|
+    +-------+------+-------+---------+
+    |      0|   1.5|    1.5|      4.5|
+    |      1|   4.5|    1.5|      4.5|
+    |      2|   5.0|    1.5|      4.5|
+    |      3|   9.5|    1.5|      4.5|
+    +-------+------+-------+---------+
+    <BLANKLINE>
+    """
     return staged(df, clock_steps(df, ts, counted))

@@ -55,19 +55,35 @@ Named = Callable[[str], Expr]
 
 
 def time_like(dtype: DataType) -> bool:
-    """Timestamps and dates: ``x`` in epoch microseconds."""
+    """Timestamps and dates: ``x`` in epoch microseconds.
+
+    >>> [time_like(t) for t in (TimestampType(), TimestampNTZType(), DateType(), DecimalType(18, 6))]
+    [True, True, True, False]
+    """
     return isinstance(dtype, (TimestampType, TimestampNTZType, DateType))
 
 
 def unranged(df: DataFrame, columns: dict[str, Column] | None = None) -> DataFrame:
     """``df`` plus ``columns``, with ``wid_lo`` and ``wid_hi`` NULL: live mode's Bucket of a kind
-    whose ids its stateful step decides as tuples arrive."""
+    whose ids its stateful step decides as tuples arrive.
+
+    >>> live = unranged(spark.table("readings"), {WID_X: column("ts")})
+    >>> live.select("row_num", WID_X, WID_LO, WID_HI).orderBy("row_num").first()
+    Row(row_num=0, wid_x=1.0, wid_lo=None, wid_hi=None)
+    """
     unknown = F.lit(None).cast("long")
     return df.withColumns({**(columns or {}), WID_LO: unknown, WID_HI: unknown})
 
 
 def attribute_type(df: DataFrame, name: str) -> DataType:
-    """The type of column ``name``, or a :class:`WidError` naming the unknown column."""
+    """The type of column ``name``, or a :class:`WidError` naming the unknown column.
+
+    >>> attribute_type(spark.table("readings"), "TS")  # in any case, as Spark resolves names
+    DoubleType()
+    >>> attribute_type(spark.table("readings"), "t")
+    Traceback (most recent call last):
+    wid.errors.WidError: unknown column 't' (columns: row_num, ts, arrival_ts, k, v)
+    """
     fields = {f.name.lower(): f.dataType for f in df.schema.fields}
     if name.lower() not in fields:
         raise WidError(f"unknown column {name!r} (columns: {', '.join(df.columns)})")
@@ -119,7 +135,15 @@ def on_axis(column: Column, dtype: DataType, attribute: DataType) -> tuple[Colum
     """A time value (a bound, a clock) of type ``dtype`` on the window attribute's axis, and its
     type there: for a TIMESTAMP_NTZ attribute a TIMESTAMP or date is its wall-clock time in the
     session time zone; for a TIMESTAMP or date attribute a TIMESTAMP_NTZ is the instant it names
-    there (Spark's cast either way); anything else as it is."""
+    there (Spark's cast either way); anything else as it is.
+
+    >>> on_axis(F.col("bound"), TimestampType(), TimestampNTZType())
+    (Column<'CAST(bound AS TIMESTAMP_NTZ)'>, TimestampNTZType())
+    >>> on_axis(F.col("bound"), TimestampNTZType(), DateType())
+    (Column<'CAST(bound AS TIMESTAMP)'>, TimestampType())
+    >>> on_axis(F.col("bound"), DoubleType(), TimestampType())
+    (Column<'bound'>, DoubleType())
+    """
     ntz = TimestampNTZType()
     if isinstance(attribute, TimestampNTZType) and time_like(dtype) and not isinstance(dtype, TimestampNTZType):
         return column.cast(ntz), ntz
@@ -133,6 +157,15 @@ def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
 
     Timestamps and dates become epoch microseconds (:func:`epoch_micros`; factor 10**6, exact
     on longs), integral columns longs, other numbers doubles.
+
+    >>> numeric_value(Sql.column("d"), DateType(), "d")
+    (Sql(text='unix_micros(CAST(`d` AS TIMESTAMP))'), 1000000)
+    >>> from pyspark.sql.types import ShortType, StringType
+    >>> numeric_value(Sql.column("n"), ShortType(), "n"), numeric_value(Sql.column("p"), DecimalType(10, 2), "p")
+    ((Sql(text='CAST(`n` AS BIGINT)'), 1), (Sql(text='CAST(`p` AS DOUBLE)'), 1))
+    >>> numeric_value(Sql.column("s"), StringType(), "s")
+    Traceback (most recent call last):
+    wid.errors.WidError: window attribute 's' must be numeric or a timestamp, not string
     """
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
         return epoch_micros(column, dtype), MICROS_PER_SECOND
@@ -144,13 +177,23 @@ def numeric_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
 
 
 def exact_value(column: Expr, dtype: DataType, name: str) -> tuple[Expr, int]:
-    """:func:`numeric_value`, but a decimal stays a decimal (no double between it and its ids)."""
+    """:func:`numeric_value`, but a decimal stays a decimal (no double between it and its ids).
+
+    >>> exact_value(Sql.column("p"), DecimalType(10, 2), "p"), exact_value(Sql.column("q"), FloatType(), "q")
+    ((Sql(text='`p`'), 1), (Sql(text='CAST(`q` AS DOUBLE)'), 1))
+    """
     return (column, 1) if isinstance(dtype, DecimalType) else numeric_value(column, dtype, name)
 
 
 def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
     """``frame`` (tuples or punctuations) whose ``row_num`` fails the query where it is NULL:
-    an element without one has no place in the arrival order a replay reads."""
+    an element without one has no place in the arrival order a replay reads.
+
+    >>> punctuations = spark.createDataFrame([(4, 3.0), (None, 5.0)], "row_num long, ts double")
+    >>> in_order(punctuations, "punctuation").collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: [USER_RAISED_EXCEPTION] wid: a punctuation with a NULL row_num: arrival order needs one ...
+    """
     row_num = column("row_num")
     message = F.lit(f"wid: a {element} with a NULL row_num: arrival order needs one")
     return frame.withColumn("row_num", F.when(row_num.isNull(), F.raise_error(message)).otherwise(row_num))
@@ -158,7 +201,12 @@ def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
 
 def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) -> Expr:
     """``x``, failing the query with a message naming the tuple when it is NULL, NaN or
-    infinite, or (with ``limit``) beyond ``±limit``, where window-ids stop being exact longs."""
+    infinite, or (with ``limit``) beyond ``±limit``, where window-ids stop being exact longs.
+
+    >>> spark.table("readings").select(checked(column("ts"), DoubleType(), "ts", 8)).collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: ... 'ts' = 9.0 is infinite or beyond ±8 (window-ids would not be exact) in the tuple with row_num=3 ...
+    """
     nan = isinstance(dtype, (FloatType, DoubleType))
     null = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
     beyond = f" or beyond ±{limit} (window-ids would not be exact)" if limit is not None else ""
@@ -189,7 +237,13 @@ def bound_value(v: Expr, dtype: DataType, places: int = 0) -> Expr:
     (a bound need not be a whole day), a double for doubles, for a decimal(p, s) a decimal with
     room for the clause numbers' ``places`` (``RANGE 3.05`` over a decimal(20, 0) has bounds
     like -3.05: decimal(23, 2)), the number itself (long, or double for a fractional range or
-    slide) for integral ones."""
+    slide) for integral ones.
+
+    >>> bound_value(Sql.column("b"), DecimalType(20, 0), places=2)
+    Sql(text='CAST(`b` AS DECIMAL(23,2))')
+    >>> bound_value(Sql.column("b"), DateType())
+    Sql(text='CAST(timestamp_micros(`b`) AS TIMESTAMP)')
+    """
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
         return rattr_value(v, TimestampType() if isinstance(dtype, DateType) else dtype)
     if isinstance(dtype, DecimalType):
@@ -202,7 +256,15 @@ def position(partition: Sequence[str], order: Sequence[str], name: str, named: N
     """The 0-based ``row_number()`` over ``partition`` ordered by the columns ``order`` (the key
     ``named(order[-1])`` last), failing the query when the key equals its predecessor's (``lag``,
     on the sort already made): an order with ties (a duplicate ``row_num``) would give positions
-    that differ from run to run. A Column, or SQL text with ``named = Sql.column``."""
+    that differ from run to run. A Column, or SQL text with ``named = Sql.column``.
+
+    >>> readings = spark.table("readings")
+    >>> sorted(readings.select("k", "ts", position(["k"], ["ts"], "ts").alias("pos")).collect())
+    [Row(k='a', ts=1.0, pos=0), Row(k='a', ts=4.0, pos=1), Row(k='a', ts=9.0, pos=2), Row(k='b', ts=2.5, pos=0)]
+    >>> readings.select(position([], ["k"], "k")).collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: [USER_RAISED_EXCEPTION] wid: duplicate k=a: arrival order needs a unique k ...
+    """
     key = named(order[-1])
     message = call("concat", constant(f"wid: duplicate {name}=", key), key.cast("string"),
                    constant(f": arrival order needs a unique {name}", key))
@@ -220,7 +282,16 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0) -
     spec's ids depend only on window boundaries (``spec.floors``), is the long
     ``floor(x * 10**p)``, ``p`` the clause numbers' decimal places (at least ``places``, for a
     number such as a slack amount that must be whole in those units too): every boundary ``b``
-    is a multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``."""
+    is a multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``.
+
+    >>> from wid.spec.windows import Sliding
+    >>> x, factor = id_units(Sql.column("ts"), DoubleType(), Sliding(Decimal("0.5"), Decimal("0.25"), "ts"))
+    >>> factor  # boundaries are multiples of 0.01: x becomes floor(x * 100), exactly (0.35 is 0.34999... as a double)
+    100
+    >>> xs = spark.createDataFrame([(0, 0.35), (1, -1.0)], "row_num long, ts double")
+    >>> sorted(xs.select("ts", F.expr(str(x)).alias("x")).collect())
+    [Row(ts=-1.0, x=-100), Row(ts=0.35, x=34)]
+    """
     name = spec.wattr
     x, factor = exact_value(column, dtype, name)
     if isinstance(dtype, (FloatType, DoubleType)):

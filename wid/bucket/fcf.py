@@ -35,7 +35,19 @@ def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFram
     """``df`` plus ``wid_x``, ``wid_lo``, ``wid_hi``; tuples in no window (gaps of hopping
     windows) are gone. An open upper end (landmark) is closed by the final punctuation:
     the window whose extent first holds the stream's largest ``x`` (read in a job of its own;
-    with ``close_open`` False, left NULL for live mode, where the stream has no end yet)."""
+    with ``close_open`` False, left NULL for live mode, where the stream has no end yet).
+
+    >>> from wid.spec.windows import Sliding
+    >>> hopping = bucket(spark.table("readings"), Sliding(1, 2, "ts"))  # windows [2w + 1, 2w + 2): 2.5 and 4.0 in none
+    >>> hopping.select("row_num", "ts", WID_X, WID_LO, WID_HI).orderBy("row_num").show()
+    +-------+---+-----+------+------+
+    |row_num| ts|wid_x|wid_lo|wid_hi|
+    +-------+---+-----+------+------+
+    |      0|1.0|    1|     0|     0|
+    |      3|9.0|    9|     4|     4|
+    +-------+---+-----+------+------+
+    <BLANKLINE>
+    """
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
@@ -55,7 +67,13 @@ def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFram
 
 def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
     """Punctuations on the window attribute as punctuations on wid: adds ``wid_closed``,
-    the largest window whose extent end ``(w+1)s <= bound``."""
+    the largest window whose extent end ``(w+1)s <= bound``.
+
+    >>> from wid.spec.windows import Sliding
+    >>> bounds = spark.createDataFrame([(4, -0.5), (7, 4.0), (9, 5.5)], "row_num long, ts double")
+    >>> sorted(bucket_punctuations(bounds, Sliding(4, 2, "ts")).select("ts", WID_CLOSED).collect())
+    [Row(ts=-0.5, wid_closed=-2), Row(ts=4.0, wid_closed=1), Row(ts=5.5, wid_closed=1)]
+    """
     if spec.positional:
         raise WidError("punctuations on a ROWS window are implied by arrival order; give them on a value attribute")
     bound, factor = id_units(column(spec.wattr), attribute_type(punctuations, spec.wattr), spec)
@@ -66,7 +84,21 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
     columns): the same ``wid_x``, ``wid_lo``, ``wid_hi`` from the spec's formulas; positions come
     from one ``row_number()`` per partition (the whole stream when unpartitioned), a repeated
-    ``wattr`` failing the query (:func:`wid.bucket.columns.position`)."""
+    ``wattr`` failing the query (:func:`wid.bucket.columns.position`).
+
+    >>> from wid.spec.windows import PartitionedTupleSliding
+    >>> sql = bucket_sql("readings", spark.table("readings"), PartitionedTupleSliding(3, 2, "ts", "k"))
+    >>> spark.sql(sql).select("k", "ts", WID_X, WID_LO, WID_HI).orderBy("k", "ts").show()
+    +---+---+-----+------+------+
+    |  k| ts|wid_x|wid_lo|wid_hi|
+    +---+---+-----+------+------+
+    |  a|1.0|    0|     0|     0|
+    |  a|4.0|    1|     0|     1|
+    |  a|9.0|    2|     1|     1|
+    |  b|2.5|    0|     0|     0|
+    +---+---+-----+------+------+
+    <BLANKLINE>
+    """
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
@@ -87,7 +119,15 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
 
 def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
     """A ROWS window's Bucket before positions are known (live mode counts them in arrival
-    order as tuples come): ``wid_x``, ``wid_lo``, ``wid_hi`` NULL; the attributes checked."""
+    order as tuples come): ``wid_x``, ``wid_lo``, ``wid_hi`` NULL; the attributes checked.
+
+    >>> from wid.spec.windows import PartitionedTupleSliding, TupleSliding
+    >>> unpositioned(spark.table("readings"), TupleSliding(3, 2)).select(WID_X, WID_LO, WID_HI).first()
+    Row(wid_x=None, wid_lo=None, wid_hi=None)
+    >>> unpositioned(spark.table("readings"), PartitionedTupleSliding(3, 2, pattr="g"))
+    Traceback (most recent call last):
+    wid.errors.WidError: unknown column 'g' (columns: row_num, ts, arrival_ts, k, v)
+    """
     for name in (spec.wattr, *spec.partition):
         attribute_type(df, name)
     return unranged(df, {WID_X: F.lit(None).cast("long")})

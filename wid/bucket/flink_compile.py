@@ -51,7 +51,17 @@ def _start(trigger: TimeTrigger, scale: int, named: Named) -> Expr:
 def column_steps(spec: Discretization, scale: int, named: Named = column) -> list[Step]:
     """The steps tagging the items by the closed forms of the module docstring (window functions
     over each buffer), after the clock (:func:`wid.bucket.clock.clock_steps`) for a time TP:
-    Columns, or SQL text with ``named = Sql.column``."""
+    Columns, or SQL text with ``named = Sql.column``.
+
+    As SQL: ``CountTrigger(2, start=1)`` per key fires on a key's items 1, 3, ...; ``CountEviction(2)`` drops
+    its item 0 as its item 2 arrives; the end emits each buffer once more:
+
+    >>> from wid.spec.sqlexpr import Sql
+    >>> spec = Discretization([CountTrigger(2, start=1)], [CountEviction(2)], per_group=("k",))
+    >>> text = staged("`readings`", column_steps(spec, 1, Sql.column))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(f"SELECT * FROM {text}").collect())
+    [(0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 1, 1)]
+    """
     group = spec.per_group
     steps: list[Step] = [Add([(POS, position(group, ["row_num"], "row_num", named))]),
                          Add([(N, over(call("count", constant(1, named(POS))), group))])]
@@ -90,7 +100,17 @@ def column_steps(spec: Discretization, scale: int, named: Named = column) -> lis
 
 
 def columns(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
-    """``df`` tagged by the closed forms of the module docstring (window functions over each buffer)."""
+    """``df`` tagged by the closed forms of the module docstring (window functions over each buffer).
+
+    ``TimeTrigger(3)`` from ``T0`` = 1.5 (ticks at 4.5, 7.5) with ``TimeEviction(4)``: ``lo = floor((t - 1.5)/3)``,
+    ``hi = floor((t + 4 - 1.5)/3) - 1``, and the end's emission 2 for the items within 4 of the last time (9.5):
+
+    >>> from wid.bucket.clock import clocked
+    >>> spec = Discretization([TimeTrigger(3.0)], [TimeEviction(4.0)])
+    >>> rows = columns(clocked(spark.table("readings"), "arrival_ts"), spec, 1)
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
+    [(0, 0, 0), (1, 1, 1), (2, 1, 1), (3, 2, 2)]
+    """
     return staged(df, column_steps(spec, scale))
 
 
@@ -137,7 +157,15 @@ def _heads(pdf: pd.DataFrame, spec: Discretization, fires: np.ndarray, scale: in
 
 
 def chain(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
-    """``df`` tagged from the trigger and eviction positions of each buffer (module docstring)."""
+    """``df`` tagged from the trigger and eviction positions of each buffer (module docstring).
+
+    ``DeltaTrigger(2)`` on ``arrival_ts`` (1.5, 4.5, 5.0, 9.5) fires on the items at 4.5 and 9.5 (more than 2
+    past the last firing); ``CountEviction(2)`` keeps two items, so row 2 is in emission 1 and the end's 2:
+
+    >>> spec = Discretization([DeltaTrigger(2.0, "arrival_ts")], [CountEviction(2)])
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in chain(spark.table("readings"), spec, 1).collect())
+    [(0, 0, 0), (1, 1, 1), (2, 1, 2), (3, 2, 2)]
+    """
 
     def tag(pdf: pd.DataFrame) -> Tags:
         fires = np.logical_or.reduce([_fires(pdf, t, scale) for t in spec.triggers])

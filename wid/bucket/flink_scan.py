@@ -36,7 +36,18 @@ class Scanner:
     ``lo``/``hi`` and ``fired``: ``(emission number, index of the item that fired it | None,
     tick time | None)`` per emission (both None: the end of the stream); with ``members``, also
     each emission's items. ``tags``: the ``lo``/``hi`` arrays to fill (shared by the buffers of
-    one pass over rows of several buffers, :class:`Buffers`)."""
+    one pass over rows of several buffers, :class:`Buffers`).
+
+    An active ``TimeTrigger(3)`` from 1.5 ticks at 4.5 (before the item at 4.5) and 7.5; ``TimeEviction(4)``
+    drops the items at 4.5 and 5.0 as the item at 9.5 arrives; the end emits the buffer once more:
+
+    >>> rows = pd.DataFrame({"row_num": [0, 1, 2, 3], T: [1.5, 4.5, 5.0, 9.5], T0: 1.5, TEND: 9.5})
+    >>> run = Scanner(Discretization([TimeTrigger(3.0)], [TimeEviction(4.0)]), rows, 1); run.run()
+    >>> [(number, item, None if tick is None else float(tick)) for number, item, tick in run.fired]
+    [(0, None, 4.5), (1, None, 7.5), (2, None, None)]
+    >>> run.lo.tolist(), run.hi.tolist()
+    ([0, 1, 1, 2], [0, 1, 1, 2])
+    """
 
     def __init__(self, spec: Discretization, pdf: pd.DataFrame, scale: int, members: bool = False,
                  tags: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -248,5 +259,13 @@ class Buffers:
 
 
 def scan(df: DataFrame, spec: Discretization, scale: int) -> DataFrame:
-    """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per buffer (per group, or the stream)."""
+    """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per buffer (per group, or the stream).
+
+    ``DeltaEviction(2)`` on a decreasing ``ts`` (1.0, 4.0, 2.5, 9.0), ``|head - item|``: 2.5 keeps 4.0 (1.5 apart),
+    9.0 drops both; ``CountTrigger(1)`` emits the buffer before each item from the second on:
+
+    >>> spec = Discretization([CountTrigger(1)], [DeltaEviction(2.0, "ts")])
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in scan(spark.table("readings"), spec, 1).collect())
+    [(0, 0, 0), (1, 1, 2), (2, 2, 2), (3, 3, 3)]
+    """
     return scanned(df, spec.per_group, lambda pdf: Scanner(spec, pdf, scale))

@@ -46,7 +46,22 @@ NAN_KEY = _NanKey()
 
 @dataclass(frozen=True)
 class NanFlags:
-    """``flags``: each floating column -> its flag column."""
+    """``flags``: each floating column -> its flag column.
+
+    >>> df = spark.createDataFrame([(0, float("nan")), (1, None), (2, -2.5)], "row_num long, x double")
+    >>> flags = NanFlags.of(df.schema, ["row_num", "x"])  # the double column only
+    >>> flags
+    NanFlags(flags={'x': '_wid_nan1'})
+    >>> flags.add(df).orderBy("row_num").show()
+    +-------+----+---------+
+    |row_num|   x|_wid_nan1|
+    +-------+----+---------+
+    |      0| NaN|        1|
+    |      1|NULL|     NULL|
+    |      2|-2.5|        0|
+    +-------+----+---------+
+    <BLANKLINE>
+    """
 
     flags: dict[str, str]
 

@@ -38,7 +38,15 @@ Exceeds = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (v_j, v_i) -> whethe
 
 def check_inputs(df: DataFrame, partition: Sequence[str], markers: Sequence[str], what: str) -> None:
     """A clear error for a missing ``row_num`` or ``partition`` column of ``df``, or a ``markers``
-    column that is not boolean (true = a punctuation; ``what``: how the clause calls it)."""
+    column that is not boolean (true = a punctuation; ``what``: how the clause calls it).
+
+    >>> check_inputs(spark.table("readings"), ["k"], ["v"], "punct()")
+    Traceback (most recent call last):
+    wid.errors.WidError: punct() marker column 'v' must be boolean (true = a punctuation)
+    >>> check_inputs(spark.table("readings"), ["g"], [], "punct()")
+    Traceback (most recent call last):
+    wid.errors.WidError: unknown column 'g' (columns: row_num, ts, arrival_ts, k, v)
+    """
     attribute_type(df, "row_num")
     for name in partition:
         attribute_type(df, name)
@@ -48,7 +56,12 @@ def check_inputs(df: DataFrame, partition: Sequence[str], markers: Sequence[str]
 
 
 def in_a_window(named: Named) -> Keep:
-    """The step that keeps the items some window holds: ``wid_lo <= wid_hi``."""
+    """The step that keeps the items some window holds: ``wid_lo <= wid_hi``.
+
+    >>> from wid.spec.sqlexpr import Sql
+    >>> in_a_window(Sql.column).sql("`tagged`")
+    '(SELECT * FROM `tagged` WHERE (`wid_lo` <= `wid_hi`))'
+    """
     return Keep(named(WID_LO) <= named(WID_HI))
 
 
@@ -56,7 +69,12 @@ def beyond(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarra
     """For each position i, the first j with ``exceeds(v_j, v_i)`` (default ``v_j - v_i > d``;
     ``len(v)`` if none), ``v`` non-decreasing and ``exceeds`` monotone in ``v_j``: a binary
     search for ``v_i + d``, then moved by whole runs of equal values until the policy's own
-    comparison agrees (they differ only by rounding)."""
+    comparison agrees (they differ only by rounding).
+
+    >>> v = np.array([0.6, 0.7, 0.8, 0.8, 1.2])
+    >>> beyond(v, 0.2), float(v[2] - v[0])  # 0.8 - 0.6 > 0.2 in doubles, though 0.6 + 0.2 is 0.8
+    (array([2, 4, 4, 4, 5]), 0.20000000000000007)
+    """
     exceeds = exceeds or (lambda later, earlier: later - earlier > d)
     n = len(v)
     j = np.searchsorted(v, v + d, side="right")
@@ -72,7 +90,11 @@ def beyond(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarra
 def delta_chain(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.ndarray:
     """Fire flags of a delta trigger on non-decreasing ``v``: the first tuple is the first
     reference, each firing tuple the next one (``p_0 = next(0)``, ``p_{k+1} = next(p_k)``
-    with ``next`` = :func:`beyond`)."""
+    with ``next`` = :func:`beyond`).
+
+    >>> delta_chain(np.array([0.0, 1.0, 2.0, 3.5, 4.0, 6.0, 7.5]), 2.0)  # 3.5 - 0 > 2, then 6 - 3.5 > 2
+    array([False, False, False,  True, False,  True, False])
+    """
     fires = np.zeros(len(v), dtype=bool)
     if len(v):
         following = beyond(v, d, exceeds)
@@ -84,7 +106,15 @@ def delta_chain(v: np.ndarray, d: float, exceeds: Exceeds | None = None) -> np.n
 
 
 def ranges(fires: np.ndarray, last: np.ndarray, end_emits: bool = False) -> Tags:
-    """``(wid_lo, wid_hi)`` of each tuple from the trigger flags and the positions ``L_i`` (module docstring)."""
+    """``(wid_lo, wid_hi)`` of each tuple from the trigger flags and the positions ``L_i`` (module docstring).
+
+    >>> fires = np.array([False, False, True, False, True])  # triggers at positions 2 and 4
+    >>> last = np.array([2, 2, 4, 5, 5])  # tuples 3 and 4 stay until the end of the stream
+    >>> ranges(fires, last)
+    (array([0, 0, 1, 1, 2]), array([0, 0, 1, 1, 1]))
+    >>> ranges(fires, last, end_emits=True)[1]
+    array([0, 0, 1, 2, 2])
+    """
     f = np.cumsum(fires, dtype=np.int64)
     hi = f[np.minimum(last, len(f) - 1)] - 1
     if end_emits:
@@ -93,7 +123,12 @@ def ranges(fires: np.ndarray, last: np.ndarray, end_emits: bool = False) -> Tags
 
 
 def non_decreasing(df: DataFrame, attr: str, partition: tuple[str, ...]) -> bool:
-    """Whether ``attr`` never decreases in ``row_num`` order within a partition (one Spark job)."""
+    """Whether ``attr`` never decreases in ``row_num`` order within a partition (one Spark job).
+
+    >>> readings = spark.table("readings")  # ts by row_num: 1.0, 4.0, 2.5 (key b), 9.0
+    >>> non_decreasing(readings, "ts", ()), non_decreasing(readings, "ts", ("k",))
+    (False, True)
+    """
     previous = F.lag(column(attr)).over(Window.partitionBy(*columns(partition)).orderBy("row_num"))
     return df.select((column(attr) < previous).alias("_wid_down")).where("_wid_down").limit(1).count() == 0
 
@@ -101,7 +136,22 @@ def non_decreasing(df: DataFrame, attr: str, partition: tuple[str, ...]) -> bool
 def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.DataFrame], Tags]) -> DataFrame:
     """``df`` with ``wid_lo``/``wid_hi`` from ``tag`` on each partition's rows sorted by ``row_num``
     (the whole stream when ``partition`` is empty): one Arrow grouped pass per partition, which
-    gives back every NaN (pandas returns it as NULL: :mod:`wid.bucket.nan`)."""
+    gives back every NaN (pandas returns it as NULL: :mod:`wid.bucket.nan`).
+
+    >>> def sliding(rows):  # count(2) windows triggered by every tuple: position i is in windows i and i + 1
+    ...     return np.arange(len(rows)), np.arange(len(rows)) + 1
+    >>> tagged = per_partition(spark.table("readings"), ("k",), sliding)
+    >>> tagged.select("k", "row_num", "wid_lo", "wid_hi").orderBy("row_num").show()
+    +---+-------+------+------+
+    |  k|row_num|wid_lo|wid_hi|
+    +---+-------+------+------+
+    |  a|      0|     0|     1|
+    |  a|      1|     1|     2|
+    |  b|      2|     0|     1|
+    |  a|      3|     2|     3|
+    +---+-------+------+------+
+    <BLANKLINE>
+    """
     nan = NanFlags.of(df.schema, df.columns)
     df = nan.add(df)
     if not partition:
@@ -122,7 +172,14 @@ def per_partition(df: DataFrame, partition: tuple[str, ...], tag: Callable[[pd.D
 
 
 class Scanner(Protocol):
-    """An event-by-event tagger over one partition's rows: :meth:`run` fills ``lo``/``hi``."""
+    """An event-by-event tagger over one partition's rows: :meth:`run` fills ``lo``/``hi``.
+
+    >>> class Pairs:  # count(2) tumbling: the rows at positions 2w and 2w + 1 are window w
+    ...     def __init__(self, rows): self.n = len(rows)
+    ...     def run(self): self.lo = self.hi = np.arange(self.n) // 2
+    >>> scan = Pairs(pd.DataFrame({"row_num": [3, 5, 8]})); scan.run(); scan.lo, scan.hi
+    (array([0, 0, 1]), array([0, 0, 1]))
+    """
 
     lo: np.ndarray
     hi: np.ndarray
@@ -134,7 +191,15 @@ class Scanner(Protocol):
 def scanned(df: DataFrame, partition: tuple[str, ...], scanner: Callable[[pd.DataFrame], Scanner],
             keys: tuple[str, ...] = ()) -> DataFrame:
     """``df`` tagged by the ``scanner`` made for each partition's rows (:func:`per_partition`);
-    ``keys``: the columns it keys buffers by, a NaN apart from NULL (:mod:`wid.bucket.nan`)."""
+    ``keys``: the columns it keys buffers by, a NaN apart from NULL (:mod:`wid.bucket.nan`).
+
+    >>> class Same:  # window = how many earlier rows have the same key (NaN apart from NULL, as in Spark)
+    ...     def __init__(self, rows): self.g = list(rows["g"])
+    ...     def run(self): self.lo = self.hi = np.array([self.g[:i].count(g) for i, g in enumerate(self.g)])
+    >>> df = spark.createDataFrame([(0, float("nan")), (1, None), (2, float("nan"))], "row_num long, g double")
+    >>> sorted(scanned(df, (), Same, keys=("g",)).select("row_num", "wid_lo").collect())
+    [Row(row_num=0, wid_lo=0), Row(row_num=1, wid_lo=0), Row(row_num=2, wid_lo=1)]
+    """
     nan = NanFlags.of(df.schema, [k for k in keys if k not in partition])  # flags: per_partition's
 
     def tag(pdf: pd.DataFrame) -> Tags:
@@ -152,7 +217,17 @@ Firing = tuple[tuple, int, int | None]
 class LiveScanner(Protocol):
     """An event-by-event scan of an operational window over one micro-batch's rows (the rows it
     still held first, then the batch's, in ``row_num`` order), resumable: live mode's stateful
-    step. ``fired`` and ``members``: each window it fired and that window's tuples (indices)."""
+    step. ``fired`` and ``members``: each window it fired and that window's tuples (indices).
+
+    >>> from wid.bucket.spl_scan import Scanner as Spl
+    >>> from wid.spec.spl import Count, Tumbling
+    >>> first = Spl(Tumbling(eviction=Count(2)), pd.DataFrame({"row_num": [0, 1, 2]}), 1, members=True)
+    >>> first.advance(0); values, held = first.state(); first.fired, held  # row 2 waits in the buffer
+    ([((), 0, 1)], [2])
+    >>> again = Spl(Tumbling(eviction=Count(2)), pd.DataFrame({"row_num": [2, 3]}), 1, members=True)
+    >>> again.resume(values); again.advance(len(held)); again.fired, again.members
+    ([((), 1, 1)], [[0, 1]])
+    """
 
     fired: list[Firing]
     members: list[list[int]]
@@ -175,7 +250,16 @@ class LiveScan:
     """How live mode's stateful step scans an operational window: ``scan`` makes the
     :class:`LiveScanner` over a micro-batch's rows; ``columns``: the columns it reads beyond the
     stream's; ``partition``: the columns the stream may be split by into buckets scanned apart
-    (none: one bucket scans the stream); ``keys``: the columns whose values key its buffers."""
+    (none: one bucket scans the stream); ``keys``: the columns whose values key its buffers.
+
+    >>> from functools import partial
+    >>> from wid.bucket.spl_scan import Scanner as Spl
+    >>> from wid.spec.spl import Count, Tumbling
+    >>> live = LiveScan(partial(Spl, Tumbling(("g",), eviction=Count(2)), scale=1, members=True), (), ("g",), ("g",))
+    >>> run = live.scanner(pd.DataFrame({"row_num": [0, 1, 2, 3], "g": [2.5, None, 2.5, np.nan]})); run.advance(0)
+    >>> run.fired, run.members  # unflagged, NaN and NULL are one key
+    ([((2.5,), 0, 2), ((None,), 0, 3)], [[0, 2], [1, 3]])
+    """
 
     scan: Callable[[pd.DataFrame], LiveScanner]
     columns: tuple[str, ...]
@@ -221,7 +305,13 @@ def key_values(column: pd.Series) -> list:
 def firings(df: DataFrame, partition: tuple[str, ...], fired: Callable[[pd.DataFrame], list[Firing]]) -> DataFrame:
     """Per window (``partition`` columns, ``wid``) its ``emit_row``: the row_num of the row whose
     arrival fired it (NULL: the end of the stream), from ``fired`` on the whole stream's rows
-    sorted by ``row_num`` (one Arrow grouped pass: ticks and punctuations reach every partition)."""
+    sorted by ``row_num`` (one Arrow grouped pass: ticks and punctuations reach every partition).
+
+    >>> fired = lambda rows: [(("a",), 0, 1), (("b",), 0, None)]  # a's window 0 fired by rows[1], b's at the end
+    >>> windows = firings(spark.table("readings").where("row_num > 0"), ("k",), fired)
+    >>> sorted(windows.collect())
+    [Row(k='a', wid=0, emit_row=2), Row(k='b', wid=0, emit_row=None)]
+    """
     nan = NanFlags.of(df.schema, partition)  # a NaN key apart from NULL, its flag beside it
     flags = [nan.flags.get(c) for c in partition]
     schema = StructType([*(df.schema[c] for c in partition), *[StructField(f, IntegerType()) for f in flags if f],

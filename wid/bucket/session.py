@@ -101,25 +101,68 @@ def _extents(dtype: DataType, spec: Session, named: Named) -> Stage:
 
 def session_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """``df`` plus ``wid_x``, ``wid_lo = wid_hi`` = the tuple's session id within its key (``spec.keys``),
-    ``session_start`` and ``session_end``."""
+    ``session_start`` and ``session_end``.
+
+    >>> tagged = session_bucket(spark.table("readings"), Session(3, "ts"))
+    >>> tagged.select("row_num", "ts", WID_LO, SESSION_START, SESSION_END).orderBy("ts").show()
+    +-------+---+------+-------------+-----------+
+    |row_num| ts|wid_lo|session_start|session_end|
+    +-------+---+------+-------------+-----------+
+    |      0|1.0|     0|          1.0|        7.0|
+    |      2|2.5|     0|          1.0|        7.0|
+    |      1|4.0|     0|          1.0|        7.0|
+    |      3|9.0|     1|          9.0|       12.0|
+    +-------+---+------+-------------+-----------+
+    <BLANKLINE>
+    """
     return staged(df, _steps(df, spec, column)).drop(_NEW)
 
 
 def session_bucket_sql(source: str, df: DataFrame, spec: Session) -> str:
     """:func:`session_bucket` as a Spark SQL query over ``source`` (SQL text of a relation with
-    ``df``'s columns): the same steps, rendered as SQL (``_wid_new`` stays)."""
+    ``df``'s columns): the same steps, rendered as SQL (``_wid_new`` stays).
+
+    >>> sql = session_bucket_sql("readings", spark.table("readings"), Session(3, "ts", keys=("k",)))  # 4.0 >= 1.0 + 3
+    >>> spark.sql(sql).select("k", "ts", WID_LO, SESSION_START, SESSION_END).orderBy("k", "ts").show()
+    +---+---+------+-------------+-----------+
+    |  k| ts|wid_lo|session_start|session_end|
+    +---+---+------+-------------+-----------+
+    |  a|1.0|     0|          1.0|        4.0|
+    |  a|4.0|     1|          4.0|        7.0|
+    |  a|9.0|     2|          9.0|       12.0|
+    |  b|2.5|     0|          2.5|        5.5|
+    +---+---+------+-------------+-----------+
+    <BLANKLINE>
+    """
     return f"SELECT * FROM {staged(source, _steps(df, spec, Sql.column))}"
 
 
 def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     """``tagged`` (session ids in ``wid_lo``) plus each session's ``session_start`` (first ``a``)
-    and ``session_end`` (last ``a + g``)."""
+    and ``session_end`` (last ``a + g``).
+
+    >>> rows = [("a", 0, Decimal("1.00")), ("a", 0, Decimal("2.50")), ("b", 0, Decimal("-0.75"))]
+    >>> tagged = spark.createDataFrame(rows, "k string, wid_lo long, ts decimal(5, 2)")
+    >>> with_extents(tagged, Session(0.05, "ts", keys=("k",))).orderBy("k", "ts").show()
+    +---+------+-----+-------------+-----------+
+    |  k|wid_lo|   ts|session_start|session_end|
+    +---+------+-----+-------------+-----------+
+    |  a|     0| 1.00|         1.00|       2.55|
+    |  a|     0| 2.50|         1.00|       2.55|
+    |  b|     0|-0.75|        -0.75|      -0.70|
+    +---+------+-----+-------------+-----------+
+    <BLANKLINE>
+    """
     return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column))])
 
 
 def exact_x(spec: Session, dtype: DataType) -> str:
     """The column of a tuple's exact ``x`` once bucketed: ``wid_x`` (epoch microseconds) for
-    timestamps and dates, else the attribute itself (a long, decimal or double as stored)."""
+    timestamps and dates, else the attribute itself (a long, decimal or double as stored).
+
+    >>> exact_x(Session(60, "t"), TimestampType()), exact_x(Session(60, "t"), DecimalType(12, 3))
+    ('wid_x', 't')
+    """
     return WID_X if time_like(dtype) else spec.wattr
 
 
@@ -138,7 +181,12 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or
     NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
-    stateful step as tuples arrive (:mod:`wid.stream.live_sessions`)."""
+    stateful step as tuples arrive (:mod:`wid.stream.live_sessions`).
+
+    >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
+    >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
+    Row(wid_x=86400000000, wid_lo=None, wid_hi=None)
+    """
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)
@@ -148,7 +196,13 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
 
 def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:
     """``session_start`` and ``session_end`` of a session from its least and largest
-    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them."""
+    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them.
+
+    >>> from pyspark.sql import functions as F
+    >>> extents = extents_of(F.lit(1_000_000), F.lit(2_500_000), TimestampNTZType(), Session(1.5, "t"))
+    >>> spark.range(1).select(*[c.alias(name) for name, c in extents.items()]).first()
+    Row(session_start=datetime.datetime(1970, 1, 1, 0, 0, 1), session_end=datetime.datetime(1970, 1, 1, 0, 0, 4))
+    """
     if time_like(dtype):
         first, last = rattr_value(first, dtype), rattr_value(last, dtype)
     _, end = _arithmetic(dtype, spec)

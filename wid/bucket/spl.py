@@ -86,12 +86,26 @@ def _kept(spec: SplWindow, named: Named = column) -> list[Step]:
 
 def compiles(spec: SplWindow) -> bool:
     """Whether ``spec`` takes the ``columns`` path on any data (no delta policy, no partition
-    eviction): the SPL windows :func:`wid.to_sql` compiles."""
+    eviction): the SPL windows :func:`wid.to_sql` compiles.
+
+    >>> from wid.spec.spl import Count, PartitionCount, Sliding, Tumbling
+    >>> compiles(Sliding(eviction=Count(4), trigger=Time(2.0))), compiles(Tumbling(eviction=Delta("ts", 1.5)))
+    (True, False)
+    >>> compiles(Tumbling(eviction=Count(2), partition_by=("k",), partition_eviction=PartitionCount(1)))
+    False
+    """
     return spec.partition_eviction is None and not any(isinstance(p, Delta) for p in spec.policies)
 
 
 def sql_refusal(spec: SplWindow) -> str | None:
-    """Why :func:`wid.to_sql` refuses ``spec`` (off the ``columns`` path), or None."""
+    """Why :func:`wid.to_sql` refuses ``spec`` (off the ``columns`` path), or None.
+
+    >>> from wid.spec.spl import Count, Tumbling
+    >>> sql_refusal(Tumbling(eviction=Count(2))) is None
+    True
+    >>> sql_refusal(Tumbling(eviction=Delta("ts", 2.0))).split(":")[0]
+    'SPL windows with a delta policy or partition eviction are not compiled to SQL'
+    """
     if compiles(spec):
         return None
     return ("SPL windows with a delta policy or partition eviction are not compiled to SQL: their tuples are "
@@ -101,7 +115,15 @@ def sql_refusal(spec: SplWindow) -> str | None:
 
 
 def path(df: DataFrame, spec: SplWindow) -> Path:
-    """How ``spec`` tags ``df`` (see the module docstring)."""
+    """How ``spec`` tags ``df`` (see the module docstring).
+
+    On ``readings``, ``ts`` decreases from row 1 to row 2 (keys ``a`` then ``b``), never within a key:
+
+    >>> from wid.spec.spl import Count, Tumbling
+    >>> df = spark.table("readings")
+    >>> path(df, Tumbling(eviction=Count(2))), path(df, Tumbling(eviction=Delta("ts", 2.0), partition_by=("k",)))
+    ('columns', 'chain')
+    """
     if compiles(spec):
         return "columns"
     if spec.partition_eviction is not None:
@@ -117,14 +139,30 @@ def path(df: DataFrame, spec: SplWindow) -> Path:
 
 
 def compiled(df: DataFrame, spec: SplWindow) -> bool:
-    """Whether ``spec`` takes a compiled path on ``df`` (not the sequential scan)."""
+    """Whether ``spec`` takes a compiled path on ``df`` (not the sequential scan).
+
+    Over the whole stream ``ts`` decreases (4.0, then 2.5): a delta policy on it takes the scan.
+
+    >>> from wid.spec.spl import Tumbling
+    >>> compiled(spark.table("readings"), Tumbling(eviction=Delta("ts", 2.0)))
+    False
+    """
     return path(*_prepared(df, spec)) != "scan"
 
 
 def operational_bucket(df: DataFrame, spec: SplWindow, how: Path | None = None) -> DataFrame:
     """``df``'s tuples tagged with ``wid_lo``/``wid_hi``: the triggers of ``spec`` that hold
     them; punctuation rows and tuples in no window are gone. ``how`` forces a path (for
-    benchmarks and tests; ``columns`` and ``chain`` are exact only where :func:`path` picks them)."""
+    benchmarks and tests; ``columns`` and ``chain`` are exact only where :func:`path` picks them).
+
+    Tumbling ``time(3)`` on ``arrival_ts`` (1.5, 4.5, 5.0, 9.5): ticks at 4.5 and 7.5, the row arriving at 4.5
+    after the first; the window still open at the end is dropped with ``incomplete=False``:
+
+    >>> from wid.spec.spl import Tumbling
+    >>> rows = operational_bucket(spark.table("readings"), Tumbling(eviction=Time(3.0), incomplete=False))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
+    [(0, 0, 0), (1, 1, 1), (2, 1, 1)]
+    """
     prepared, spec = _prepared(df, spec)
     tagged = staged(_PATHS[how or path(prepared, spec)](prepared, spec), _kept(spec))
     hidden = [c for c in tagged.columns if c.startswith(_DELTA)]
@@ -134,7 +172,17 @@ def operational_bucket(df: DataFrame, spec: SplWindow, how: Path | None = None) 
 def operational_bucket_sql(source: str, df: DataFrame, spec: SplWindow) -> str:
     """:func:`operational_bucket` on the ``columns`` path as Spark SQL over ``source`` (SQL text of a
     relation with ``df``'s columns): the same steps as SQL. The other paths run Python (a pandas
-    UDF, a scan) and refuse."""
+    UDF, a scan) and refuse.
+
+    Sliding ``count(2)`` eviction, ``count(1)`` trigger: a tuple is in the windows of its own and the next
+    arrival (the last tuple: no next trigger):
+
+    >>> from wid.spec.spl import Count, Sliding
+    >>> spec = Sliding(eviction=Count(2), trigger=Count(1))
+    >>> text = operational_bucket_sql("`readings`", spark.table("readings"), spec)
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(text).collect())
+    [(0, 0, 1), (1, 1, 2), (2, 2, 3), (3, 3, 3)]
+    """
     refusal = sql_refusal(spec)
     if refusal:
         raise WidError(refusal)
@@ -148,7 +196,15 @@ def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
     """Per window (``spec.partition_by``, ``wid``) its ``emit_row``: the row_num of the tuple or
     punctuation whose arrival fired it, for a time tick the first row arriving at or after it
     (processed just before that row); NULL: the end of the stream. The :class:`Scanner` over the
-    whole stream, whatever path tags it (the paths agree on the windows)."""
+    whole stream, whatever path tags it (the paths agree on the windows).
+
+    Tumbling ``time(3)`` on ``arrival_ts`` (1.5, 4.5, 5.0, 9.5): the ticks at 4.5 and 7.5 fire windows 0 and 1 at
+    rows 1 and 3, the first arriving at or after them; the end of the stream flushes window 2 (``wid``, ``emit_row``):
+
+    >>> from wid.spec.spl import Tumbling
+    >>> sorted(tuple(row) for row in fired(spark.table("readings"), Tumbling(eviction=Time(3.0))).collect())
+    [(0, 1), (1, 3), (2, None)]
+    """
     prepared, spec = _prepared(df, spec)
     scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
 
@@ -163,7 +219,13 @@ def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
 def live_bucket(df: DataFrame, spec: SplWindow) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): the scan's inputs only (:func:`_prepared`,
     the clock row by row); the :class:`Scanner` runs in live mode's stateful step, a micro-batch at
-    a time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then."""
+    a time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then.
+
+    >>> from wid.spec.spl import Tumbling
+    >>> rows = live_bucket(spark.table("readings"), Tumbling(eviction=Time(3.0)))
+    >>> rows.where("row_num = 2").select("_wid_t", "wid_lo", "wid_hi").first()
+    Row(_wid_t=5.0, wid_lo=None, wid_hi=None)
+    """
     return unranged(_prepared(df, spec, live=True)[0])
 
 
@@ -171,7 +233,17 @@ def live_scan(df: DataFrame, spec: SplWindow) -> LiveScan:
     """The scan live mode's stateful step runs over :func:`live_bucket` of ``df``: the
     :class:`Scanner` keeping each window's tuples, the columns it reads, and the partition columns
     its buckets may split by (none when the subwindows share a clock, punctuations or partition
-    eviction: one bucket scans the stream)."""
+    eviction: one bucket scans the stream).
+
+    A time policy: the subwindows share the clock, so one bucket scans the stream; count policies split by key:
+
+    >>> from wid.spec.spl import Count, Sliding, Tumbling
+    >>> live = live_scan(spark.table("readings"), Tumbling(eviction=Time(3.0), partition_by=("k",)))
+    >>> live.columns, live.partition, live.keys
+    (('k', '_wid_t'), (), ('k',))
+    >>> live_scan(spark.table("readings"), Sliding(eviction=Count(2), trigger=Count(1), partition_by=("k",))).partition
+    ('k',)
+    """
     prepared, checked_spec = _prepared(df, spec, live=True)
     scale = time_scale(prepared, ARRIVAL_TS) if T in prepared.columns else 1
     added = [c for c in prepared.columns if c not in df.columns]

@@ -57,7 +57,18 @@ def _last_within(order: str, offset: float, partition: tuple[str, ...], like: Ex
 def column_steps(df: DataFrame, spec: SplWindow, named: Named = column) -> list[Step]:
     """The steps tagging ``df`` (with the clock of :func:`wid.bucket.clock.clock_steps` for time
     policies) by the closed forms of the module docstring: Columns, or SQL text with
-    ``named = Sql.column``."""
+    ``named = Sql.column``.
+
+    As SQL: tumbling ``count(2)`` per key closes a window at every second tuple of the key; with
+    ``incomplete=False`` the rest (row 3 of ``a``, row 2 of ``b``) gets ``wid_hi < wid_lo``, no window:
+
+    >>> from wid.spec.spl import Tumbling
+    >>> from wid.spec.sqlexpr import Sql
+    >>> spec = Tumbling(eviction=Count(2), partition_by=("k",), incomplete=False)
+    >>> text = staged("`readings`", column_steps(spark.table("readings"), spec, Sql.column))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(f"SELECT * FROM {text}").collect())
+    [(0, 0, 0), (1, 0, 0), (2, 0, -1), (3, 1, 0)]
+    """
     part = spec.partition_by
     scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
     row = named("row_num")
@@ -111,12 +122,32 @@ def column_steps(df: DataFrame, spec: SplWindow, named: Named = column) -> list[
 
 
 def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
-    """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions)."""
+    """``df`` tagged by the closed forms of the module docstring (Column expressions and window functions).
+
+    Sliding ``time(4)``, ``time(2)`` on ``arrival_ts`` (``T0`` = 1.5, ticks at 3.5, 5.5, 7.5, 9.5):
+    ``lo = floor((t - T0)/2)``, ``hi = floor((t + 4 - T0)/2) - 1``; the tuple at 1.5 is still in at 5.5 (4 s old,
+    not more), the one at 9.5 arrives after the last tick:
+
+    >>> from wid.bucket.clock import clocked
+    >>> from wid.spec.spl import Sliding
+    >>> rows = columns(clocked(spark.table("readings"), ARRIVAL_TS), Sliding(eviction=Time(4.0), trigger=Time(2.0)))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
+    [(0, 0, 1), (1, 1, 2), (2, 1, 2), (3, 4, 3)]
+    """
     return staged(df, column_steps(df, spec)).drop(_N)
 
 
 def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
-    """``df`` tagged from the delta chain of each partition (module docstring)."""
+    """``df`` tagged from the delta chain of each partition (module docstring).
+
+    Tumbling ``delta(arrival_ts, 3)`` (1.5, 4.5, 5.0, 9.5): 4.5 - 1.5 is not more than 3, 5.0 - 1.5 is, so the
+    first flush comes before row 2; the end flushes row 3:
+
+    >>> from wid.spec.spl import Tumbling
+    >>> rows = chain(spark.table("readings"), Tumbling(eviction=Delta(ARRIVAL_TS, 3.0)))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
+    [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 2, 2)]
+    """
     scale = time_scale(df, ARRIVAL_TS) if _uses(spec, Time) else 1
 
     def tag(pdf: pd.DataFrame) -> Tags:

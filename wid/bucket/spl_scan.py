@@ -264,7 +264,16 @@ class Scanner:
 
 def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     """``df`` tagged by the :class:`Scanner`, one Arrow grouped pass per partition (per stream with
-    partition eviction); punctuation rows stay (untagged) for the caller to drop."""
+    partition eviction); punctuation rows stay (untagged) for the caller to drop.
+
+    Tumbling ``delta(ts, 2)`` on a decreasing ``ts`` (1.0, 4.0, 2.5, 9.0): 4.0 flushes window 0, 2.5 joins the
+    window of 4.0, and 9.0 (more than 2 above the oldest, 4.0) flushes window 1:
+
+    >>> from wid.spec.spl import Tumbling
+    >>> rows = scan(spark.table("readings"), Tumbling(eviction=Delta("ts", 2.0)))
+    >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
+    [(0, 0, 0), (1, 1, 1), (2, 1, 1), (3, 2, 2)]
+    """
     scale = time_scale(df, ARRIVAL_TS) if T in df.columns else 1
     partition = () if spec.partition_eviction is not None else spec.partition_by
     return scanned(df, partition, lambda pdf: Scanner(spec, pdf, scale), spec.partition_by)

@@ -24,7 +24,16 @@ Stage = Sequence[tuple[str, Expr]]
 
 class Step(ABC):
     """One step of a tagger on a relation: a DataFrame (:meth:`frame`), or SQL text of a relation,
-    a quoted name or a parenthesised query (:meth:`sql`); its expressions are of that kind."""
+    a quoted name or a parenthesised query (:meth:`sql`); its expressions are of that kind.
+
+    The same step as SQL text and on a DataFrame:
+
+    >>> from wid.spec.sqlexpr import Sql, column
+    >>> Keep(Sql.column("v") >= 5).sql("`readings`")
+    '(SELECT * FROM `readings` WHERE (`v` >= 5))'
+    >>> sorted(row.row_num for row in Keep(column("v") >= 5).frame(spark.table("readings")).collect())
+    [0, 1]
+    """
 
     @abstractmethod
     def frame(self, df: DataFrame) -> DataFrame:
@@ -37,7 +46,12 @@ class Step(ABC):
 
 @dataclass(frozen=True)
 class Add(Step):
-    """Columns added at once (a window function may read the columns of an earlier step)."""
+    """Columns added at once (a window function may read the columns of an earlier step).
+
+    >>> from wid.spec.sqlexpr import Sql
+    >>> Add([("lo", Sql.column("ts") - 0.5), ("hi", Sql.column("ts") + 0.5)]).sql("`readings`")
+    "(SELECT *, (`ts` - CAST('0.5' AS DOUBLE)) AS `lo`, (`ts` + CAST('0.5' AS DOUBLE)) AS `hi` FROM `readings`)"
+    """
 
     columns: Stage
 
@@ -50,7 +64,12 @@ class Add(Step):
 
 @dataclass(frozen=True)
 class Keep(Step):
-    """The rows where ``condition`` holds."""
+    """The rows where ``condition`` holds.
+
+    >>> from wid.spec.sqlexpr import Sql
+    >>> Keep(Sql.column("wid_lo") <= Sql.column("wid_hi")).sql("`tagged`")
+    '(SELECT * FROM `tagged` WHERE (`wid_lo` <= `wid_hi`))'
+    """
 
     condition: Expr
 
@@ -64,7 +83,12 @@ class Keep(Step):
 @dataclass(frozen=True)
 class Totals(Step):
     """Aggregates over the relation's rows (those where ``where`` holds), added to every row
-    (a cross join with their one row)."""
+    (a cross join with their one row).
+
+    >>> from wid.spec.sqlexpr import Sql, call
+    >>> Totals([("t0", call("min", Sql.column("arrival_ts")))], Sql.column("v") > 1).sql("`readings`")
+    '(SELECT * FROM `readings` CROSS JOIN (SELECT min(`arrival_ts`) AS `t0` FROM `readings` WHERE (`v` > 1)))'
+    """
 
     columns: Stage
     where: Expr | None = None
@@ -81,7 +105,15 @@ class Totals(Step):
 
 def staged(relation: DataFrame | str, steps: Sequence[Step]) -> DataFrame | str:
     """``relation`` (a DataFrame, or SQL text of a relation) after each step in turn: a
-    DataFrame, or SQL text of a parenthesised query."""
+    DataFrame, or SQL text of a parenthesised query.
+
+    On a DataFrame (the module docstring shows SQL text), each step reading the columns of the one before:
+
+    >>> from wid.spec.sqlexpr import column
+    >>> rows = staged(spark.table("readings"), [Add([("y", column("v") * 2 - 3)]), Keep(column("y") > 0)])
+    >>> sorted((row.row_num, row.y) for row in rows.collect())
+    [(0, 7), (1, 11), (3, 1)]
+    """
     for step in steps:
         relation = step.sql(relation) if isinstance(relation, str) else step.frame(relation)
     return relation

@@ -20,7 +20,12 @@ from wid.spec.base import WindowSpec
 @dataclass(frozen=True)
 class SlideByTuple(WindowSpec):
     """``[RANGE r RATTR a SLIDE 1 ROW SATTR row_num]`` (FCA): the window-ids are the values
-    ``t.a``; extent(w) = {u : w - r < u.a <= w}; wids(t) = {w in windows : t.a <= w < t.a + r}."""
+    ``t.a``; extent(w) = {u : w - r < u.a <= w}; wids(t) = {w in windows : t.a <= w < t.a + r}.
+
+    >>> from wid.spec.clause import parse_window
+    >>> parse_window("RANGE 2 MINUTES RATTR ts SLIDE 1 ROW SATTR row_num"), SlideByTuple(0.5, "ts").scaled(10)
+    (SlideByTuple(range=120, rattr='ts'), SlideByTuple(range=5, rattr='ts'))
+    """
 
     range: Number
     rattr: str
@@ -111,7 +116,15 @@ class SlideByTuple(WindowSpec):
 @dataclass(frozen=True)
 class SlideByRows(SlideByTuple):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR row_num]`` (FCB): the window-ids are ``t.a`` of
-    every n-th tuple in arrival order (positions n-1, 2n-1, ...); extent as :class:`SlideByTuple`."""
+    every n-th tuple in arrival order (positions n-1, 2n-1, ...); extent as :class:`SlideByTuple`.
+
+    >>> from wid.spec.clause import parse_window
+    >>> parse_window("RANGE 3 RATTR ts SLIDE 2 ROWS SATTR row_num")
+    SlideByRows(range=3, rattr='ts', every=2)
+    >>> SlideByRows(3, "ts", 1.5)
+    Traceback (most recent call last):
+    wid.errors.WidError: SLIDE in ROWS must be a whole number, got 1.5
+    """
 
     every: int = 1
 
@@ -123,7 +136,13 @@ class SlideByRows(SlideByTuple):
 @dataclass(frozen=True)
 class SlideByRank(SlideByRows):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
-    every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`."""
+    every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`.
+
+    >>> from wid.spec.clause import parse_window
+    >>> w = parse_window("RANGE 2.5 RATTR ts SLIDE 2 ROWS SATTR rank(ts)")
+    >>> w, w.live  # which values are every n-th in ts order is known only at the end of the stream
+    (SlideByRank(range=Decimal('2.5'), rattr='ts', every=2), False)
+    """
 
     ranked: ClassVar[bool] = True
 
@@ -133,7 +152,14 @@ class Session(WindowSpec):
     """``[SESSION g WATTR a [PATTR p]]``: per key (the query's GROUP BY keys and ``p``), a session
     is a maximal run of the key's tuples in ``a`` order where each next tuple has
     ``a < previous a + g``; extent(w) = that run, ``[first a, last a + g)``; wids(t) = {the
-    0-based index of t's session among its key's sessions in ``a`` order}."""
+    0-based index of t's session among its key's sessions in ``a`` order}.
+
+    >>> Session(1.5, "ts", "k").grouped(("`k`", "dev")).keys, Session(0.25, "ts").scaled(10).gap
+    (('k', 'dev'), 2.5)
+    >>> Session(0, "ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: SESSION gap must be positive, got 0
+    """
 
     gap: Number
     wattr: str

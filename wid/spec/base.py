@@ -52,6 +52,13 @@ class WindowSpec(ABC):
     :meth:`replay` replays a query under punctuations. Each family's code lives in
     :mod:`wid.bucket`, :mod:`wid.aggregate` and :mod:`wid.stream`, imported when called:
     those stages depend on the specs, never the other way round at import time.
+
+    >>> from wid.spec.clause import parse_window
+    >>> w = parse_window("RANGE 0.5 SLIDE 0.25 WATTR ts")
+    >>> w.places, w.scaled(10 ** w.places)
+    (2, Sliding(range=50, slide=25, wattr='ts'))
+    >>> parse_window("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num").refuses_punctuation
+    'punctuations on a ROWS window are implied by arrival order; pass punctuation=None'
     """
 
     wattr: str

@@ -98,7 +98,16 @@ def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str |
 
 
 def parse_window(clause: str) -> WindowSpec:
-    """The window specification written in ``clause``."""
+    """The window specification written in ``clause``.
+
+    >>> parse_window("RANGE 1.5 MINUTES SLIDE 30 SECONDS WATTR ts"), parse_window("RANGE 0.1 SLIDE 0.1 WATTR ts")
+    (Sliding(range=90, slide=30, wattr='ts'), Tumbling(range=Decimal('0.1'), slide=Decimal('0.1'), wattr='ts'))
+    >>> parse_window("SESSION 2.5 WATTR ts PATTR `dev id`")
+    Session(gap=Decimal('2.5'), wattr='ts', pattr='dev id', keys=())
+    >>> parse_window("RANGE 10 ROWS SLIDE 10 WATTR row_num")
+    Traceback (most recent call last):
+    wid.errors.WidError: RANGE and SLIDE must both be in ROWS or neither in [RANGE 10 ROWS SLIDE 10 WATTR row_num]
+    """
     if is_spl(clause):
         return parse_spl(clause)
     params = _parameters(clause)

@@ -77,7 +77,14 @@ class _Delta:
 class CountTrigger:
     """Fire on the real item that finds ``every`` items counted since the last firing; the
     counter starts at ``start`` (negative: the first firing comes later). Firing k is on
-    the item at 0-based position ``every - start + k*every``."""
+    the item at 0-based position ``every - start + k*every``.
+
+    >>> CountTrigger(3, start=-2)  # fires on the items at positions 5, 8, 11, ...
+    CountTrigger(every=3, start=-2)
+    >>> CountTrigger(3, start=3)
+    Traceback (most recent call last):
+    wid.errors.WidError: CountTrigger start must be a whole number below every=3, got 3
+    """
 
     every: int
     start: int = 0
@@ -95,7 +102,14 @@ class TimeTrigger:
     the buffer. Passive (``active=False``, the thesis's non-active policy): only a real item
     fires, the first one at or past a border it has not fired for, i.e. the item at ``x``
     after the item at ``x'`` fires iff ``c(x) > c(x')`` with ``c(x) = max(0, floor((x - s) / g))``,
-    so the emitted borders follow the items, not the clock."""
+    so the emitted borders follow the items, not the clock.
+
+    >>> TimeTrigger(0.5, delay=0.25, active=False)
+    TimeTrigger(granularity=0.5, delay=0.25, start=None, active=False)
+    >>> TimeTrigger(2.5, delay=-0.5)
+    Traceback (most recent call last):
+    wid.errors.WidError: TimeTrigger delay must be >= 0, got -0.5
+    """
 
     granularity: float
     delay: float = 0
@@ -113,12 +127,20 @@ class TimeTrigger:
 @dataclass(frozen=True)
 class DeltaTrigger(_Delta):
     """Fire when ``fn(reference, item) > threshold`` over the ``attrs`` values; the first
-    item is the first reference, then each firing item (it is not in the window it fires)."""
+    item is the first reference, then each firing item (it is not in the window it fires).
+
+    >>> DeltaTrigger(1.5, "ts").attrs, DeltaTrigger(1.5, "ts").ordered, DeltaTrigger(0.2, ("x", "y"), cosine).ordered
+    (('ts',), True, False)
+    """
 
 
 @dataclass(frozen=True)
 class PunctuationTrigger:
-    """Fire on an item whose boolean ``marker`` column is true (the item goes to the next window)."""
+    """Fire on an item whose boolean ``marker`` column is true (the item goes to the next window).
+
+    >>> PunctuationTrigger().marker, Discretization((PunctuationTrigger("eos"),)).path  # an event-by-event scan
+    ('punct', 'scan')
+    """
 
     marker: str = "punct"
 
@@ -128,7 +150,12 @@ class CountEviction:
     """Its own counter ``c`` of real arrivals (from 0; seed 001, C.1, Listing 16): an item that
     finds ``c >= max`` deletes ``delete`` items from the head and sets ``c = max(c - delete, 0)``;
     then ``c += 1``. Evictions by other EPs do not touch ``c``, so the deletions fall on the items
-    at positions ``max + k * delete`` of the buffer's arrivals, whatever the buffer holds."""
+    at positions ``max + k * delete`` of the buffer's arrivals, whatever the buffer holds.
+
+    >>> CountEviction(3, delete=4)
+    Traceback (most recent call last):
+    wid.errors.WidError: CountEviction deletes at most max=3 items at a time, got 4
+    """
 
     max: int
     delete: int = 1
@@ -142,7 +169,12 @@ class CountEviction:
 
 @dataclass(frozen=True)
 class TimeEviction:
-    """At every item (real or fake) at time ``now``, delete head items with ``ts < now - granularity``."""
+    """At every item (real or fake) at time ``now``, delete head items with ``ts < now - granularity``.
+
+    >>> TimeEviction(-2.5)
+    Traceback (most recent call last):
+    wid.errors.WidError: TimeEviction granularity must be positive, got -2.5
+    """
 
     granularity: float
 
@@ -152,12 +184,21 @@ class TimeEviction:
 
 @dataclass(frozen=True)
 class DeltaEviction(_Delta):
-    """At a real item, delete head items while ``fn(head, item) > threshold``."""
+    """At a real item, delete head items while ``fn(head, item) > threshold``.
+
+    >>> DeltaEviction(-0.5, "ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: delta threshold must be >= 0, got -0.5
+    """
 
 
 @dataclass(frozen=True)
 class PunctuationEviction:
-    """At a real item whose ``marker`` is true, clear the buffer."""
+    """At a real item whose ``marker`` is true, clear the buffer.
+
+    >>> Discretization((CountTrigger(2),), (PunctuationEviction(),)).path  # scanned, not compiled
+    'scan'
+    """
 
     marker: str = "punct"
 
@@ -165,7 +206,11 @@ class PunctuationEviction:
 @dataclass(frozen=True)
 class TumblingEviction:
     """At a real item that fires a trigger (any TP), clear the buffer (seed 001, C.5: its counter
-    of arrivals since the last trigger). Not active: fake items (time ticks) do not clear it."""
+    of arrivals since the last trigger). Not active: fake items (time ticks) do not clear it.
+
+    >>> Discretization((CountTrigger(2),), (TumblingEviction(),)).path  # tumbling count windows, as columns
+    'columns'
+    """
 
 
 Trigger = CountTrigger | TimeTrigger | DeltaTrigger | PunctuationTrigger
@@ -174,7 +219,16 @@ Eviction = CountEviction | TimeEviction | DeltaEviction | PunctuationEviction | 
 
 @dataclass(frozen=True)
 class Discretization(Operational):
-    """Trigger and eviction policies of a window operator; ``per_group`` = distributed policies."""
+    """Trigger and eviction policies of a window operator; ``per_group`` = distributed policies.
+
+    >>> [Discretization(t, e).path for t, e in [((CountTrigger(4),), (CountEviction(6, delete=2),)),
+    ...     ((TimeTrigger(2.5),), (CountEviction(6, delete=2),)),
+    ...     ((TimeTrigger(2.5, active=False), DeltaTrigger(1.5, "ts")), (TumblingEviction(),))]]
+    ['columns', 'scan', 'chain']
+    >>> Discretization(())
+    Traceback (most recent call last):
+    wid.errors.WidError: a discretization needs at least one trigger policy
+    """
 
     triggers: tuple[Trigger, ...]
     evictions: tuple[Eviction, ...] = ()
@@ -271,7 +325,18 @@ def _policy(kinds: dict[str, type], entry: dict[str, Any]) -> Any:
 def from_dict(section: dict[str, Any]) -> Discretization:
     """A discretization from a plan's ``[flink]`` table: ``triggers`` and ``evictions`` as lists of
     ``{kind = "count"|"time"|"delta"|"punctuation", ...constructor options}`` (evictions also
-    ``{kind = "tumbling"}``), ``per_group``, ``ts``."""
+    ``{kind = "tumbling"}``), ``per_group``, ``ts``.
+
+    >>> d = from_dict({"triggers": [{"kind": "time", "granularity": 2.5, "active": False}],
+    ...                "evictions": [{"kind": "count", "max": 6, "delete": 2}], "per_group": ["k"]})
+    >>> d.triggers, d.path
+    ((TimeTrigger(granularity=2.5, delay=0, start=None, active=False),), 'chain')
+    >>> d.evictions, d.per_group
+    ((CountEviction(max=6, delete=2),), ('k',))
+    >>> from_dict({"triggers": [{"kind": "session", "gap": 5}]})
+    Traceback (most recent call last):
+    wid.errors.WidError: policy kind must be one of count, time, delta, punctuation, got 'session'
+    """
     unknown = set(section) - {"triggers", "evictions", "per_group", "ts"}
     if unknown:
         raise WidError(f"[flink]: unknown key(s) {', '.join(sorted(unknown))}")

@@ -190,7 +190,15 @@ def floor_scaled(x: Expr, scale: int) -> Expr:
 
     With ``p = fl(x*scale)`` and ``e = x*scale - p`` (Dekker's exact product, ``|e| <= ulp(p)/2``),
     ``floor(p + e)`` is ``floor(p)``, plus ``floor(e)`` (-1 or 0) when ``p`` is whole:
-    ``floor(p) + floor(e) * (1 - signum(p - floor(p)))``."""
+    ``floor(p) + floor(e) * (1 - signum(p - floor(p)))``.
+
+    The double ``0.7`` is 0.6999999999999999556, so ``floor(0.7 * 10)`` is 6, though the product rounds to 7.0:
+
+    >>> x = F.col("x")
+    >>> df = spark.createDataFrame([(0.7,), (-0.7,), (2.5,)], "x double")
+    >>> sorted(df.select(x, floor_scaled(x, 10).alias("exact"), F.floor(x * 10).alias("rounded")).collect())
+    [Row(x=-0.7, exact=-7, rounded=-7), Row(x=0.7, exact=6, rounded=7), Row(x=2.5, exact=25, rounded=25)]
+    """
     if scale == 1:
         return call("floor", x).cast("long")
     p = x * float(scale)

@@ -47,7 +47,12 @@ PUNCT_MARKER = "punct"
 @dataclass(frozen=True)
 class Count:
     """count(n). Tumbling: insert, then flush when |W| = n. Sliding eviction: when |W| = n,
-    evict the oldest, then insert. Trigger: after insertion, every n-th arrival."""
+    evict the oldest, then insert. Trigger: after insertion, every n-th arrival.
+
+    >>> Count(2.0)
+    Traceback (most recent call last):
+    wid.errors.WidError: count(n) needs a positive whole number, got 2.0
+    """
 
     n: int
 
@@ -61,7 +66,14 @@ class Delta:
     """delta(attr, d) on an attribute of the tuple. Tumbling: if t.attr - oldest.attr > d,
     flush, then insert t. Sliding eviction: evict every u with t.attr - u.attr > d, then insert.
     Trigger: before eviction and insertion, fire if t.attr - reference.attr > d (t not in
-    the window); t becomes the reference."""
+    the window); t becomes the reference.
+
+    >>> Delta("ts", 0.5), Delta("ts", 0)
+    (Delta(attr='ts', delta=0.5), Delta(attr='ts', delta=0))
+    >>> Delta("ts", -1.5)
+    Traceback (most recent call last):
+    wid.errors.WidError: delta(ts, d) needs d >= 0, got -1.5
+    """
 
     attr: str
     delta: float
@@ -76,7 +88,12 @@ class Delta:
 @dataclass(frozen=True)
 class Time:
     """time(p) on ``arrival_ts``. Tumbling: flush at every tick. Sliding eviction: a tuple
-    that has been in the window more than p seconds is gone. Trigger: fire at every tick."""
+    that has been in the window more than p seconds is gone. Trigger: fire at every tick.
+
+    >>> Time(float("inf"))
+    Traceback (most recent call last):
+    wid.errors.WidError: time(p) needs p > 0, got inf
+    """
 
     period: float
 
@@ -89,7 +106,12 @@ class Time:
 
 @dataclass(frozen=True)
 class Punct:
-    """punct() (tumbling only): a punctuation (a true ``marker`` row) flushes every subwindow."""
+    """punct() (tumbling only): a punctuation (a true ``marker`` row) flushes every subwindow.
+
+    >>> from wid.spec.spl_clause import parse_spl
+    >>> Punct(), parse_spl("tumbling, punct(eos)").eviction
+    (Punct(marker='punct'), Punct(marker='eos'))
+    """
 
     marker: str = PUNCT_MARKER
 
@@ -100,7 +122,12 @@ Policy = Count | Delta | Time | Punct
 @dataclass(frozen=True)
 class PartitionAge:
     """partitionAge(s): before a tuple arriving at x is processed, every partition whose
-    last insertion is more than s seconds before x is deleted."""
+    last insertion is more than s seconds before x is deleted.
+
+    >>> PartitionAge(-1)
+    Traceback (most recent call last):
+    wid.errors.WidError: partitionAge(s) needs s >= 0, got -1
+    """
 
     seconds: float
 
@@ -112,7 +139,12 @@ class PartitionAge:
 @dataclass(frozen=True)
 class PartitionCount:
     """partitionCount(c): after an insertion, least recently inserted partitions are deleted
-    while there are more than c."""
+    while there are more than c.
+
+    >>> from wid.spec.spl_clause import parse_spl
+    >>> parse_spl("tumbling, count(2) partitioned BY k, partitionCount(3)").partition_eviction
+    PartitionCount(count=3)
+    """
 
     count: int
 
@@ -123,7 +155,12 @@ class PartitionCount:
 @dataclass(frozen=True)
 class TupleCount:
     """tupleCount(t): after an insertion, least recently inserted partitions are deleted while
-    all subwindows together hold more than t tuples."""
+    all subwindows together hold more than t tuples.
+
+    >>> from wid.spec.spl_clause import parse_spl
+    >>> parse_spl("sliding, time(2.5) partitioned BY k, tupleCount(100)").partition_eviction
+    TupleCount(count=100)
+    """
 
     count: int
 
@@ -139,7 +176,12 @@ PartitionEviction = PartitionAge | PartitionCount | TupleCount
 
 @dataclass(frozen=True)
 class SplWindow(Operational):
-    """An SPL window: per value of ``partition_by`` an independent subwindow."""
+    """An SPL window: per value of ``partition_by`` an independent subwindow.
+
+    >>> from wid.spec.spl_clause import parse_spl
+    >>> parse_spl("sliding, count(4), delta(ts, 2.5) partitioned BY k, dev").partition
+    ('k', 'dev')
+    """
 
     partition_by: tuple[str, ...] = ()
     partition_eviction: PartitionEviction | None = None
@@ -183,7 +225,12 @@ class Tumbling(SplWindow):
     delta: flush when t.attr - oldest.attr > d -> insert; time: flush at each tick;
     punct: flush at each punctuation. Window k of a partition = the tuples between its
     k-th and (k+1)-th flush; the end of the stream flushes a non-empty open window
-    unless ``incomplete`` is False."""
+    unless ``incomplete`` is False.
+
+    >>> Tumbling(eviction=Time(0.5), partition_eviction=PartitionAge(30))
+    Traceback (most recent call last):
+    wid.errors.WidError: a partition eviction policy needs a partitioned window (partitioned BY col)
+    """
 
     eviction: Policy = Count(1)
     incomplete: bool = True
@@ -210,7 +257,14 @@ class Sliding(SplWindow):
 
     Time eviction is independent of arrivals: at any instant the window holds the tuples
     that arrived at most p seconds ago. ``partial`` False skips the triggers before a
-    count(n) window first holds n tuples (SPL Aggregate's aggregatePartialWindows)."""
+    count(n) window first holds n tuples (SPL Aggregate's aggregatePartialWindows).
+
+    >>> Sliding(eviction=Count(4), trigger=Time(2.5), partial=False).policies
+    (Count(n=4), Time(period=2.5))
+    >>> Sliding(eviction=Time(2.5), partial=False)
+    Traceback (most recent call last):
+    wid.errors.WidError: aggregatePartialWindows(false) needs a count(n) eviction policy (full = n tuples)
+    """
 
     eviction: Policy = Count(1)
     trigger: Policy = Count(1)

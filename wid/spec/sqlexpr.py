@@ -130,7 +130,13 @@ def type_name(dtype: DataType | str) -> str:
 
 @dataclass(frozen=True)
 class Sql:
-    """A Spark SQL expression as text."""
+    """A Spark SQL expression as text.
+
+    >>> (Sql.column("x") - 0.5).cast("long"), -Sql.column("v")
+    (Sql(text="CAST((`x` - CAST('0.5' AS DOUBLE)) AS BIGINT)"), Sql(text='(- `v`)'))
+    >>> Sql.column("w id").alias("wid")
+    '`w id` AS `wid`'
+    """
 
     text: str
 
@@ -181,12 +187,21 @@ Expr = Column | Sql
 
 def column(name: str) -> Column:
     """The column ``name`` (any characters: spaces, back quotes, dots; ``F.col`` would read
-    ``a.b`` as field ``b`` of ``a``)."""
+    ``a.b`` as field ``b`` of ``a``).
+
+    >>> df = spark.createDataFrame([(1, (2,))], "`a.b` long, a struct<b: long>")
+    >>> df.select(column("a.b"), F.col("a.b")).first()
+    Row(a.b=1, b=2)
+    """
     return F.col(quote(name))
 
 
 def columns(names: Sequence[str]) -> list[Column]:
-    """:func:`column` of each name, for ``select``, ``groupBy`` and ``partitionBy``."""
+    """:func:`column` of each name, for ``select``, ``groupBy`` and ``partitionBy``.
+
+    >>> columns(["k", "a.b"])
+    [Column<'k'>, Column<'`a.b`'>]
+    """
     return [column(n) for n in names]
 
 
@@ -194,7 +209,13 @@ def call(name: str, *args: Any, like: Expr | None = None) -> Any:
     """Spark SQL function ``name`` applied to ``args``: SQL text when an argument (or ``like``, for
     a function of constants such as ``row_number()``) is :class:`Sql`, else the
     ``pyspark.sql.functions`` Column function of that name (or the SQL function of that name,
-    when pyspark has none, such as ``div``)."""
+    when pyspark has none, such as ``div``).
+
+    >>> call("div", Sql.column("x"), 60), call("row_number", like=Sql.column("x"))
+    (Sql(text='div(`x`, 60)'), Sql(text='row_number()'))
+    >>> tuple(spark.range(-7, -6).select(call("div", F.col("id"), 2), call("pmod", F.col("id"), 2)).first())
+    (-3, 1)
+    """
     if any(isinstance(a, Sql) for a in (*args, like)):
         return Sql(f"{name}({', '.join(literal(a) for a in args)})")
     if hasattr(F, name):
@@ -214,12 +235,22 @@ def null_like(value: Any) -> Any:
 
 
 def constant(value: Any, like: Expr) -> Expr:
-    """``value`` as a literal of ``like``'s kind: SQL text, or ``F.lit``."""
+    """``value`` as a literal of ``like``'s kind: SQL text, or ``F.lit``.
+
+    >>> constant(Decimal("-0.25"), Sql.column("x"))
+    Sql(text="CAST('-0.25' AS DECIMAL(2, 2))")
+    """
     return Sql(literal(value)) if isinstance(like, Sql) else F.lit(value)
 
 
 def when(condition: Expr, then: Any, otherwise: Any = None) -> Expr:
-    """``CASE WHEN condition THEN then ELSE otherwise END`` (NULL when ``otherwise`` is None)."""
+    """``CASE WHEN condition THEN then ELSE otherwise END`` (NULL when ``otherwise`` is None).
+
+    >>> when(Sql.column("x") < 0, -1, 1)
+    Sql(text='CASE WHEN (`x` < 0) THEN -1 ELSE 1 END')
+    >>> when(Sql.column("x") >= Decimal("2.5"), "late")
+    Sql(text="CASE WHEN (`x` >= CAST('2.5' AS DECIMAL(2, 1))) THEN 'late' END")
+    """
     if isinstance(condition, Sql):
         rest = "" if otherwise is None else f" ELSE {literal(otherwise)}"
         return Sql(f"CASE WHEN {condition.text} THEN {literal(then)}{rest} END")
@@ -228,19 +259,33 @@ def when(condition: Expr, then: Any, otherwise: Any = None) -> Expr:
 
 
 def equal(a: Expr, b: Any) -> Expr:
-    """``a = b`` (NULL when either is NULL)."""
+    """``a = b`` (NULL when either is NULL).
+
+    >>> equal(Sql.column("k"), "a"), equal(Sql.column("k"), None)
+    (Sql(text="(`k` = 'a')"), Sql(text='(`k` = NULL)'))
+    """
     return a._op("=", b) if isinstance(a, Sql) else a == b
 
 
 def expression(text: str, like: Expr) -> Expr:
-    """Spark SQL expression ``text`` as ``like``'s kind: SQL text, or ``F.expr``."""
+    """Spark SQL expression ``text`` as ``like``'s kind: SQL text, or ``F.expr``.
+
+    >>> expression("pmod(x, 7)", Sql.column("x")), expression("pmod(x, 7)", F.col("x"))
+    (Sql(text='pmod(x, 7)'), Column<'pmod(x, 7)'>)
+    """
     return Sql(text) if isinstance(like, Sql) else F.expr(text)
 
 
 def over(expr: Expr, partition: Sequence[str] = (), order: Sequence[str] = (), rows: bool = False) -> Expr:
     """Window function ``expr`` over the columns ``partition``, ordered by the columns ``order``
     (ascending); the frame is Spark's default (with an order: up to the current row and its
-    peers), or with ``rows`` the rows up to the current one."""
+    peers), or with ``rows`` the rows up to the current one.
+
+    >>> over(call("sum", Sql.column("v")), order=["ts"], rows=True)
+    Sql(text='sum(`v`) OVER (ORDER BY `ts` ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)')
+    >>> sorted(spark.table("readings").select("k", "ts", over(F.sum("v"), ["k"], ["ts"]).alias("run")).collect())
+    [Row(k='a', ts=1.0, run=5), Row(k='a', ts=4.0, run=12), Row(k='a', ts=9.0, run=14), Row(k='b', ts=2.5, run=1)]
+    """
     if isinstance(expr, Sql):
         parts = [f"PARTITION BY {', '.join(map(quote, partition))}"] if partition else []
         parts += [f"ORDER BY {', '.join(map(quote, order))}"] if order else []

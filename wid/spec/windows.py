@@ -38,7 +38,13 @@ def _slides(range_: Number, slide: Number) -> None:
 
 class ContextFree(WindowSpec):
     """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
-    (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``."""
+    (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``.
+
+    >>> from wid.spec.clause import parse_window
+    >>> w = parse_window("RANGE 1 MINUTE SLIDE 30 SECONDS WATTR ts")
+    >>> isinstance(w, ContextFree), w.wids(np.array([-1, 29, 30, 95]))
+    (True, (array([-1,  0,  1,  3]), array([0, 1, 2, 4])))
+    """
 
     slide: Number
 
@@ -88,6 +94,13 @@ class Sliding(ContextFree):
 
     extent(w) = {t : (w+1)s - r <= x < (w+1)s};
     wids(t)   = floor(x/s) <= w <= floor((x+r)/s) - 1 (empty when s > r leaves a gap).
+
+    >>> hop = Sliding(2, 5, "ts")  # x = 1 and 7 lie in no window: wid_lo > wid_hi
+    >>> hop.gaps, hop.extent(0), hop.wids(np.array([1, 3, 7]))
+    (True, (3, 5), (array([0, 0, 1]), array([-1,  0,  0])))
+    >>> w = Sliding(0.5, 0.25, "ts")
+    >>> w.extent(-3), w.span, w.places, w.scaled(100)
+    ((Decimal('-1.00'), Decimal('-0.50')), 2, 2, Sliding(range=50, slide=25, wattr='ts'))
     """
 
     range: Number
@@ -124,7 +137,14 @@ class Sliding(ContextFree):
 
 @dataclass(frozen=True)
 class Tumbling(Sliding):
-    """``[RANGE s SLIDE s WATTR a]``: extent(w) = {t : w*s <= x < (w+1)s}; wids(t) = {floor(x/s)}."""
+    """``[RANGE s SLIDE s WATTR a]``: extent(w) = {t : w*s <= x < (w+1)s}; wids(t) = {floor(x/s)}.
+
+    >>> Tumbling(60, 60, "ts").wids(np.array([-1, 0, 59, 60]))
+    (array([-1,  0,  0,  1]), array([-1,  0,  0,  1]))
+    >>> Tumbling(60, 30, "ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: a tumbling window has RANGE = SLIDE, got 60 and 30
+    """
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -139,7 +159,14 @@ class Tumbling(Sliding):
 @dataclass(frozen=True)
 class TupleSliding(Sliding):
     """``[RANGE r ROWS SLIDE s ROWS WATTR row_num]``: :class:`Sliding` where ``x`` is the
-    0-based position of the tuple among all tuples in ``wattr`` (arrival) order."""
+    0-based position of the tuple among all tuples in ``wattr`` (arrival) order.
+
+    >>> TupleSliding(3, 2.0)
+    TupleSliding(range=3, slide=2, wattr='row_num')
+    >>> TupleSliding(3, 1.5)
+    Traceback (most recent call last):
+    wid.errors.WidError: SLIDE in ROWS must be a whole number, got 1.5
+    """
 
     wattr: str = "row_num"
     positional: ClassVar[bool] = True
@@ -175,7 +202,14 @@ class TupleSliding(Sliding):
 class PartitionedTupleSliding(TupleSliding):
     """``[RANGE r ROWS SLIDE s ROWS WATTR row_num PATTR p]``: per value of ``p``, a
     :class:`TupleSliding` window over ``x`` = 0-based position within the partition;
-    the window-id is ``(w, p)``."""
+    the window-id is ``(w, p)``.
+
+    >>> PartitionedTupleSliding(4, 2, pattr="k").partition
+    ('k',)
+    >>> PartitionedTupleSliding(4, 2)
+    Traceback (most recent call last):
+    wid.errors.WidError: PATTR needs an attribute name
+    """
 
     pattr: str = ""
 
@@ -193,7 +227,14 @@ class PartitionedTupleSliding(TupleSliding):
 class Landmark(ContextFree):
     """``[RANGE UNBOUNDED SLIDE s WATTR a]``: extent(w) = {t : x < (w+1)s};
     wids(t) = w >= floor(x/s), an open upper end that the end of the stream closes at
-    floor(max x / s). With ``rows`` the attribute is the arrival position."""
+    floor(max x / s). With ``rows`` the attribute is the arrival position.
+
+    >>> Landmark(10, "ts").wids(np.array([-5, 25])), Landmark(0.5, "ts").extent(3)
+    ((array([-1,  2]), None), (-inf, Decimal('2.0')))
+    >>> Landmark(2.5, "row_num", rows=True)
+    Traceback (most recent call last):
+    wid.errors.WidError: SLIDE in ROWS must be a whole number, got 2.5
+    """
 
     slide: Number
     wattr: str

@@ -29,7 +29,26 @@ def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: di
              pattern: tuple[str, ...], wildcards: bool, consistent: bool, lag: Number,
              schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
     """Replay's grouped function: one chunk's elements in (:data:`KIND` 0 tuples, 1 punctuations),
-    :func:`elements_scanner`'s rows out."""
+    :func:`elements_scanner`'s rows out.
+
+    ``count(*)`` per ``k`` over ``(w - 3, w]``; after row 1, ``a``'s windows up to 3 are closed: window
+    2, defined by row 2 later, is emitted on its arrival without it (row 2 is late for it):
+
+    >>> from wid.aggregate.fca import DEFINES
+    >>> schema = pa.schema([("k", pa.string()), *[(c, pa.int64()) for c in (WID, "n", EMIT_ROW, REVISION, LATE)]])
+    >>> split = scanner(3, ["k"], [Aggregate("n", "count")], {}, ("k",), True, False, 0, schema)
+    >>> chunk = pa.table({KIND: [0, 0, 1, 0, 0], "row_num": [0, 1, 1, 2, 3], "k": ["a", "b", "a", "a", "b"],
+    ...                   WID_X: [1, 4, None, 2, 6], DEFINES: [True, True, None, True, True],
+    ...                   WID_CLOSED: [None, None, 3, None, None]})
+    >>> for row in split(chunk).to_pylist():
+    ...     print(*row.values())
+    a 1 1 1 0 None
+    a 2 1 2 0 None
+    a 4 1 None 0 None
+    a 2 None None None 2
+    b 4 1 None 0 None
+    b 6 2 None 0 None
+    """
     scan = elements_scanner(r, keys, aggregates, numeric, pattern, wildcards, consistent, lag, schema)
 
     def split(table: pa.Table) -> pa.Table:
@@ -48,7 +67,23 @@ def elements_scanner(r: Number, keys: list[str], aggregates: list[Aggregate], nu
     ``wid_closed``): per key its emitted windows (their aggregates as ``finish`` makes them of
     the bins) and its late (tuple, window) pairs. A punctuation matches a key when each
     ``pattern`` column equals the key's value (NULL-safe) or, with ``wildcards``, is NULL.
-    ``since``: leave out the windows emitted before that row (live mode has them already)."""
+    ``since``: leave out the windows emitted before that row (live mode has them already).
+
+    ``count(*)`` over ``(w - 3, w]``; a wildcard punctuation after row 1 closes the windows up to 3:
+    window 1 is emitted at row 1, window 2, defined by row 2 after it, is lost (rows 0 and 2 late for it):
+
+    >>> from wid.aggregate.fca import DEFINES
+    >>> schema = pa.schema([(c, pa.int64()) for c in (WID, "n", EMIT_ROW, REVISION, LATE)])
+    >>> scan = elements_scanner(3, [], [Aggregate("n", "count")], {}, (), True, False, 0, schema)
+    >>> tuples = pa.table({"row_num": [0, 1, 2, 3], WID_X: [1, 4, 2, 6], DEFINES: [True] * 4})
+    >>> for row in scan(tuples, pd.DataFrame({"row_num": [1], WID_CLOSED: [3]})).to_pylist():
+    ...     print(*row.values())
+    1 1 1 0 None
+    4 2 None 0 None
+    6 2 None 0 None
+    2 None None None 0
+    2 None None None 2
+    """
     kinds = partials(aggregates, numeric)
     pattern = list(pattern)
 

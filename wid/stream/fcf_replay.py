@@ -77,7 +77,19 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     ROWS windows: implied by arrival order): the results are the aggregate's columns plus
     ``emit_row`` and ``revision``, ``late`` the stream's columns plus ``wid``. With
     ``allowed_lateness`` L, ``C_L`` = the largest window closed by the bounds minus L: a tuple's
-    windows in ``(C_L, C]`` each yield a revision (:func:`_revisions`), only those ``<= C_L`` are late."""
+    windows in ``(C_L, C]`` each yield a revision (:func:`_revisions`), only those ``<= C_L`` are late.
+
+    On the view ``readings`` of :func:`wid.query`'s example, the heartbeat at 4 closes window 1
+    (``[2, 4)``) before the reading at ``ts = 2.5`` arrives:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> results, late = replay(compiled, wid.punctuate.heartbeat(2, skew=0))
+    >>> late.collect()
+    [Row(row_num=2, ts=2.5, arrival_ts=5.0, k='b', v=1, wid=1)]
+    >>> [tuple(r) for r in sorted(results.collect())]  # k, wid, n, emit_row, revision
+    [('a', 0, 1, 1, 0), ('a', 2, 1, 3, 0), ('a', 4, 1, None, 0)]
+    """
     spec, tagged = compiled.spec, compiled.tagged
     if allowed_lateness and spec.positional:
         raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
@@ -114,7 +126,13 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
 @dataclass(frozen=True)
 class Lagged:
     """``spec`` seen by punctuations ``lateness`` later: ``closed(bound) = spec.closed(bound - lateness)``,
-    the windows whose ``end + lateness <= bound``."""
+    the windows whose ``end + lateness <= bound``.
+
+    >>> from wid.compiler import compile_query
+    >>> spec = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts]").spec
+    >>> tuple(spark.range(1).select(spec.closed(F.lit(6)), Lagged(spec, 1).closed(F.lit(6))).first())  # [2w, 2w + 2)
+    (2, 1)
+    """
 
     spec: ContextFree
     lateness: Number

@@ -34,14 +34,25 @@ def stack(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 def aligned(left: pd.DataFrame, right: pd.DataFrame, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``left`` and ``right`` with their ``keys`` columns of different dtypes as objects (state
-    read back as floats where a batch's NULLs are objects), ready to be merged on ``keys``."""
+    read back as floats where a batch's NULLs are objects), ready to be merged on ``keys``.
+
+    >>> state = pd.DataFrame({"k": [2.0, None]})  # read back from the state store
+    >>> batch = pd.DataFrame({"k": pd.Series([2, None], dtype=object), "n": [3, 9]})
+    >>> [f.dtypes.tolist() for f in aligned(state, batch, ["k"])]
+    [[dtype('O')], [dtype('O'), dtype('int64')]]
+    """
     differ = {k: object for k in keys if left[k].dtype != right[k].dtype}
     return left.astype(differ), right.astype(differ)
 
 
 def matched(frame: pd.DataFrame, table: pd.DataFrame, keys: list[str], column: str) -> pd.Series:
     """Per row of ``frame``: ``table``'s ``column`` at the row's ``keys`` values (NaN if absent;
-    NULL matches NULL; dtypes :func:`aligned`)."""
+    NULL matches NULL; dtypes :func:`aligned`).
+
+    >>> table = pd.DataFrame({"k": [2.0, np.nan], "n": [3, 9]})  # state read back: keys as floats
+    >>> matched(pd.DataFrame({"k": [7, None, 2]}, dtype=object), table, ["k"], "n").tolist()
+    [nan, 9.0, 3.0]
+    """
     left, right = aligned(frame[keys], table[[*keys, column]], keys)
     return left.merge(right, on=keys, how="left")[column]
 
@@ -62,7 +73,12 @@ def arrival_order(frame: pd.DataFrame) -> pd.DataFrame:
 
 def check_order(events: pd.DataFrame, last: tuple | None) -> None:
     """A :class:`WidError` if ``events`` (sorted) do not all come after ``last`` (``(row_num,
-    kind)`` of the previous batches' last element) or the end marker is not the last element."""
+    kind)`` of the previous batches' last element) or the end marker is not the last element.
+
+    >>> check_order(pd.DataFrame({"row_num": [3, 5], KIND: [0, 0]}), (4, 0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: wid: row_num 3 arrives after row_num 4 of an earlier micro-batch (row_num must not go ...
+    """
     head = (int(events["row_num"].iloc[0]), int(events[KIND].iloc[0]))
     if last is not None and last[1] == END:
         raise WidError(f"wid: row_num {head[0]} arrives after the end-of-stream marker")
@@ -78,7 +94,16 @@ def on_all_keys(events: pd.DataFrame, pending: pd.DataFrame, high, shift: int,
                 end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(due, waiting)``: the records among the ``pending`` marks and the batch's tuple marks
     (at ``row_num + shift``) above ``high`` (the largest emitted), due when the stream has
-    passed them (or ended); columns ``row_num``, ``wid_closed``."""
+    passed them (or ended); columns ``row_num``, ``wid_closed``.
+
+    The marks closing 2 (row 4) and 3 (row 7) raise the bound, 1 does not; 2 rows later, the first
+    is due (row 6), the second waits (row 9):
+
+    >>> events = pd.DataFrame({"row_num": [4, 5, 6, 7], KIND: [MARK] * 4, CLOSED: [2, 1, None, 3]})
+    >>> due, waiting = on_all_keys(events, pd.DataFrame({"row_num": [], CLOSED: []}), 0, 2, False)
+    >>> due["row_num"].tolist(), due[CLOSED].tolist(), waiting["row_num"].tolist()
+    ([6], [2.0], [9])
+    """
     marks = events[(events[KIND].to_numpy() <= MARK) & events[CLOSED].notna().to_numpy()]
     candidates = stack([pending, pd.DataFrame({"row_num": marks["row_num"] + shift, CLOSED: marks[CLOSED]})])
     whole = pd.api.types.is_integer_dtype(candidates[CLOSED])  # else doubles or decimals (session bounds on x)
@@ -114,7 +139,11 @@ def positions(tuples: pd.DataFrame, counted: pd.DataFrame, pattern: list[str]) -
 
 def tally(counted: pd.DataFrame, rows: pd.DataFrame, pattern: list[str]) -> pd.DataFrame:
     """``counted`` (``pattern`` columns, ``_wid_count``) plus one per row of ``rows`` for its
-    ``pattern`` values (NULL a value of its own; one count when ``pattern`` is empty)."""
+    ``pattern`` values (NULL a value of its own; one count when ``pattern`` is empty).
+
+    >>> tally(pd.DataFrame({"p": ["a"], COUNT: [2]}), pd.DataFrame({"p": ["a", None, "a", "b"]}), ["p"]).values.tolist()
+    [['a', 4], [nan, 1], ['b', 1]]
+    """
     if not pattern:
         return pd.DataFrame({COUNT: [int(counted[COUNT].sum()) + len(rows)]})
     grown = stack([counted, rows[pattern].assign(**{COUNT: 1})])

@@ -32,7 +32,13 @@ class Unfinished:
     filtering: only those contribute and punctuate, as in replay (slide-by-tuple windows: every
     tuple defines its window and punctuates, only the marked ones contribute). Sessions form in
     the stateful step too (``wid_x`` only here); :func:`wid.stream.live.live` keeps only the marked tuples for
-    them, as replay's sessions form from the tuples WHERE keeps."""
+    them, as replay's sessions form from the tuples WHERE keeps.
+
+    >>> landmark = Unfinished(parse_window("RANGE UNBOUNDED SLIDE 2 WATTR ts"))
+    >>> tagged = landmark.where(landmark.bucket(spark.table("readings")), F.expr("v > 1"))
+    >>> [tuple(r) for r in sorted(tagged.select("row_num", "wid_lo", "wid_hi", KEPT).collect())]
+    [(0, 0, None, True), (1, 2, None, True), (2, 1, None, False), (3, 4, None, True)]
+    """
 
     spec: WindowSpec
 
@@ -57,7 +63,15 @@ class Unfinished:
 def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, window: WindowSpec | None) -> CompiledQuery:
     """The query compiled over ``tuples`` (registered under a fresh temp view name), ``window``
     replacing its window clause; the window kind and the clauses are checked first, before Bucket
-    runs anything on the stream (the Bucket of a kind live mode refuses may need a batch job)."""
+    runs anything on the stream (the Bucket of a kind live mode refuses may need a batch job).
+
+    >>> text = "SELECT k, count(*) AS n FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> compiled_live(spark, text, spark.table("readings"), None).query.source.startswith("wid_live_")
+    True
+    >>> compiled_live(spark, text + " ORDER BY k", spark.table("readings"), None)
+    Traceback (most recent call last):
+    wid.errors.WidError: live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader
+    """
     parsed = WindowQuery.parse(query_text)
     spec = window if window is not None else parse_window(parsed.window)
     if not spec.live:

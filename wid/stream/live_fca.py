@@ -47,7 +47,13 @@ from wid.stream.state_rows import NULLABLE
 class SlideStep:
     """A slide-by-tuple window in live mode: ``r``, the RANGE in ``wid_x`` units; ``dtype``, the
     attribute's type; ``every``, the n of FCB (1: every tuple defines a window); ``numeric``, the
-    bins' types of the value columns (:func:`wid.aggregate.fca.numeric_types`)."""
+    bins' types of the value columns (:func:`wid.aggregate.fca.numeric_types`).
+
+    >>> from wid.compiler import compile_query
+    >>> text = "SELECT count(*) AS n, avg(v) AS m FROM readings [RANGE 2 RATTR ts SLIDE 2 ROWS SATTR row_num]"
+    >>> SlideStep.of(compile_query(spark, text))  # every 2nd tuple's ts defines a window
+    SlideStep(r=2, dtype=DoubleType(), every=2, numeric={'_wid_v1': dtype('int64')})
+    """
 
     r: Number
     dtype: DataType

@@ -135,7 +135,14 @@ def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...
     """Per batch, one row ``(key, IPC stream)`` per bucket ``b`` with elements, ``key`` the
     bucket's :func:`bucket_keys`: the batch's rows of bucket ``b`` and, when some columns must
     ``spread`` to every bucket, the other buckets' tuples that carry their records, as marks
-    (see the module doc); schema ``(_wid_bucket int, _wid_rows binary)``."""
+    (see the module doc); schema ``(_wid_bucket int, _wid_rows binary)``.
+
+    >>> batch = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), "row_num": [4, 5, 6],
+    ...                          KIND: pa.array([TUPLE] * 3, pa.int32())})
+    >>> [cells] = pack(iter([batch]), buckets=2)
+    >>> cells.column(BUCKET).to_pylist(), [unpack([c])["row_num"].to_pylist() for c in cells.column(ROWS).to_pylist()]
+    ([2, 0], [[5], [4, 6]])
+    """
     keys = bucket_keys(buckets)
     for batch in batches:
         if not batch.num_rows:
@@ -157,5 +164,12 @@ def pack(batches: Iterator[pa.RecordBatch], buckets: int, spread: tuple[str, ...
 
 
 def unpack(cells: Iterable[bytes]) -> pa.Table:
-    """The rows packed into ``cells`` by :func:`pack`, in one table (in cell order)."""
+    """The rows packed into ``cells`` by :func:`pack`, in one table (in cell order).
+
+    >>> batch = pa.record_batch({BUCKET: pa.array([1, 0, 1], pa.int32()), "row_num": [4, 5, 6],
+    ...                          KIND: pa.array([TUPLE] * 3, pa.int32())})
+    >>> [cells] = pack(iter([batch]), buckets=2)
+    >>> unpack(cells.column(ROWS).to_pylist()).column("row_num").to_pylist()
+    [5, 4, 6]
+    """
     return pa.concat_tables([pa.ipc.open_stream(cell).read_all() for cell in cells])

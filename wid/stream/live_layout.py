@@ -19,7 +19,11 @@ from wid.spec.sqlexpr import column, columns
 
 
 def typed(schema: StructType, names: list[str]) -> list[StructField]:
-    """The fields of ``schema`` named ``names``, in that order, as nullable fields."""
+    """The fields of ``schema`` named ``names``, in that order, as nullable fields.
+
+    >>> typed(StructType([StructField("k", StringType(), False), StructField("v", LongType(), False)]), ["v", "k"])
+    [StructField('v', LongType(), True), StructField('k', StringType(), True)]
+    """
     fields = {f.name: f for f in schema.fields}
     return [StructField(n, fields[n].dataType) for n in names]
 
@@ -27,7 +31,13 @@ def typed(schema: StructType, names: list[str]) -> list[StructField]:
 
 def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
     """A bound on ``x`` (sessions, slide-by-tuple windows) is a value of ``x``: the type (Spark's
-    common type) that holds ``x`` and every bound the punctuations give."""
+    common type) that holds ``x`` and every bound the punctuations give.
+
+    >>> from decimal import Decimal
+    >>> readings = spark.table("readings")
+    >>> bound_type(readings, Marks(F.lit(3)), "ts"), bound_type(readings, Marks(F.lit(Decimal("2.50"))), "row_num")
+    (DoubleType(), DecimalType(22,2))
+    """
     bounds = [column(x), *([marks.closed] if marks.closed is not None else [])]
     if marks.given is not None:
         bounds.append(F.lit(None).cast(marks.given.frame.schema[WID_CLOSED].dataType))
@@ -41,7 +51,18 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     """The stateful step's view of the query (:class:`wid.stream.live_state.PaneProcessor`);
     state and output types as Spark's own (sessions: a pane is a key's open session; ``wid_type``:
     the output window-id's, ``wid_x``'s for slide-by-tuple windows; ``present``: as
-    :attr:`Bounds.present`)."""
+    :attr:`Bounds.present`).
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, avg(v) AS m FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> marks = wid.punctuate.ordered_by("k").marks(compiled)  # each tuple punctuates its own key
+    >>> layout = layout_of(compiled, ["k"], compiled.aggregates, marks, ["row_num", "k", "v"], False, False, None,
+    ...                    None, LongType())
+    >>> layout.bounds
+    Bounds(pattern=('k',), shapes=(('k',),), wildcard=False, present=())
+    >>> layout.own, layout.pane_schema.simpleString()
+    (True, 'struct<k:string,wid_lo:bigint,wid_hi:bigint,_wid_p0s:double,_wid_p0n:bigint>')
+    """
     tagged = compiled.tagged
     given = marks.given
     pattern = given.pattern if given is not None else marks.pattern

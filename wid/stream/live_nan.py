@@ -30,7 +30,13 @@ def _count(flag: str) -> str:
 
 
 def nan_counts(flags: dict[str, str], aggregates: Iterable[Aggregate]) -> list[Aggregate]:
-    """One hidden ``sum`` per flag (argument -> flag column: ``flags``) of ``aggregates``' arguments: their NaNs."""
+    """One hidden ``sum`` per flag (argument -> flag column: ``flags``) of ``aggregates``' arguments: their NaNs.
+
+    >>> aggregates = [Aggregate("s", "sum", "w"), Aggregate("hi", "max", "v"), Aggregate("lo", "min", "v"),
+    ...               Aggregate("n", "count", None)]
+    >>> [(a.alias, a.fn, a.arg) for a in nan_counts({"v": "_wid_nan1", "w": "_wid_nan2"}, aggregates)]
+    [('_wid_nans_2', 'sum', '_wid_nan2'), ('_wid_nans_1', 'sum', '_wid_nan1')]
+    """
     used = dict.fromkeys(flags[a.arg] for a in aggregates if a.arg in flags)
     return [Aggregate(_count(flag), "sum", flag) for flag in used]
 
@@ -40,7 +46,16 @@ def nan_final(flags: dict[str, str], aggregate: Aggregate, result: Column, dtype
     """``result`` (``aggregate`` over the values that are not NaN) with the NaNs counted in
     ``nans`` (alias -> the merged count's column) as Spark counts them: one value each for
     ``count``; NaN for ``sum``, ``avg`` and ``max``; NaN for ``min`` only over NaNs alone
-    (``dtype``: the argument's, a min's or max's type). A :data:`wid.stream.live_output.Fold`."""
+    (``dtype``: the argument's, a min's or max's type). A :data:`wid.stream.live_output.Fold`.
+
+    A window whose values of ``v`` are 1.5 and 6.0 (the partials' results) and two NaNs:
+
+    >>> nans = {"_wid_nans_1": F.lit(2)}
+    >>> finals = [nan_final({"v": "_wid_nan1"}, Aggregate(fn, fn, "v"), F.lit(r), DoubleType(), nans).alias(fn)
+    ...           for fn, r in [("count", 2), ("sum", 7.5), ("max", 6.0), ("min", 1.5)]]
+    >>> spark.range(1).select(*finals).first()
+    Row(count=4, sum=nan, max=nan, min=1.5)
+    """
     count = nans.get(_count(flags[aggregate.arg])) if aggregate.arg in flags else None
     if count is None:
         return result

@@ -36,7 +36,13 @@ class Bounds:
     value of its own (one shape). A bound table holds the largest ``wid_closed`` per shape
     (:data:`SHAPE`) and pattern value; ``present``: pattern columns whose NULL another column
     tells (a NaN key, NaN in pandas as a NULL is, bound where its flag is not NULL:
-    :mod:`wid.bucket.nan`)."""
+    :mod:`wid.bucket.nan`).
+
+    >>> bounds = Bounds(("k",), ((), ("k",)))  # shape 0: every key (k NULL), shape 1: one key
+    >>> table = pd.DataFrame({SHAPE: [0, 1, 1], "k": [None, "a", "b"], "wid_closed": [2, 5, 1]})
+    >>> bounds.closed(pd.DataFrame({"k": ["a", "b", "c"]}), table).tolist()
+    [5, 2, 2]
+    """
 
     pattern: tuple[str, ...]
     shapes: tuple[tuple[str, ...], ...]
@@ -155,7 +161,14 @@ class Layout:
     marks; ``open``: ranges have an open end (landmark windows, ``wid_hi`` NULL), closed at the
     largest ``wid_lo`` seen; ``gap`` (session windows): tuples form sessions per key with this
     gap in the units of their exact ``x`` (column ``x``), and the last two partials are the
-    least and largest ``x`` (:mod:`wid.stream.live_sessions`)."""
+    least and largest ``x`` (:mod:`wid.stream.live_sessions`).
+
+    >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "k", "v"),
+    ...                 (Aggregate("n", "count"), Aggregate("m", "avg", "v")), own=False, on_all=False, shift=0,
+    ...                 consistent=False, pane_schema=StructType(), closed_schema=StructType(), output=StructType())
+    >>> layout.partials  # a pane's partials: count(*), then avg(v)'s sum and count
+    ['_wid_p0', '_wid_p1s', '_wid_p1n']
+    """
 
     keys: tuple[str, ...]
     bounds: Bounds

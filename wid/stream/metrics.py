@@ -44,7 +44,24 @@ def _prefix(points: DataFrame, tuples: DataFrame, order: Column, value: Column, 
 
 def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataFrame:
     """One row per exact extent: keys, ``wid``, ``exact``, ``emitted``, ``emit_row``,
-    ``latency``, ``latency_rows``, ``rel_error``, ``incorrect``."""
+    ``latency``, ``latency_rows``, ``rel_error``, ``incorrect``.
+
+    On the view ``readings`` of :func:`wid.query`'s example, the heartbeat at 4 closes window 1
+    before its only reading (key ``b``) arrives: the extent emits nothing.
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.heartbeat(2, skew=0))
+    >>> extent_metrics(rep, "n").orderBy("wid", "k").show()
+    +---+---+-----+-------+--------+-------+------------+---------+---------+
+    |wid|  k|exact|emitted|emit_row|latency|latency_rows|rel_error|incorrect|
+    +---+---+-----+-------+--------+-------+------------+---------+---------+
+    |  0|  a|    1|      1|       1|    2.5|         1.0|      0.0|    false|
+    |  1|  b|    1|   NULL|    NULL|    5.5|         4.0|      1.0|     true|
+    |  2|  a|    1|      1|       3|    3.5|         1.0|      0.0|    false|
+    |  4|  a|    1|      1|    NULL|    0.0|         1.0|      0.0|    false|
+    +---+---+-----+-------+--------+-------+------------+---------+---------+
+    <BLANKLINE>
+    """
     compiled = rep.compiled
     names = {name: c for c, name in compiled.output}
     if metric not in names or names[metric] in compiled.keys or names[metric] == WID:
@@ -83,7 +100,15 @@ def extent_metrics(rep: Replay, metric: str, clock: str = "arrival_ts") -> DataF
 
 def summary(rep: Replay, metric: str, clock: str = "arrival_ts") -> dict[str, float]:
     """Overall figures (one small row to the driver): ``extents``, ``late_rows``, mean
-    ``latency`` and ``latency_rows``, ``avg_rel_error`` and ``frac_incorrect``."""
+    ``latency`` and ``latency_rows``, ``avg_rel_error`` and ``frac_incorrect``.
+
+    On the view ``readings`` of :func:`wid.query`'s example, one of the four extents loses its only reading:
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.heartbeat(2, skew=0))
+    >>> print(", ".join(f"{name}={value}" for name, value in summary(rep, "n").items()))
+    extents=4, latency=2.875, latency_rows=1.75, avg_rel_error=0.25, frac_incorrect=0.25, late_rows=1
+    """
     row = extent_metrics(rep, metric, clock).agg(
         F.count("*").alias("extents"),
         F.avg("latency").alias("latency"),

@@ -66,7 +66,18 @@ def _grouped(compiled, names: list[str], what: str) -> dict[str, str]:
 @dataclass(frozen=True)
 class Embedded(Generator):
     """Punctuations from the source (:func:`embedded`): ``frame`` holds ``row_num``, key columns
-    (NULL: any value) and the bound, a column named like the window attribute."""
+    (NULL: any value) and the bound, a column named like the window attribute.
+
+    On the view ``readings`` of :func:`wid.query`'s example, the bound ``ts = 4`` closes the windows
+    ``[2w, 2w + 2)`` up to 1, for every key; ``ts = 6``, those up to 2 for key ``b``:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> bounds = spark.createDataFrame([(1, None, 4.0), (2, "b", 6.0)], "row_num long, k string, ts double")
+    >>> punctuations = embedded(bounds).punctuations(compiled)
+    >>> [tuple(r) for r in sorted(punctuations.frame.collect())], punctuations.shapes
+    ([(1, None, 1), (2, 'b', 2)], ((), ('k',)))
+    """
 
     frame: DataFrame
     mode: str = "generous"
@@ -100,7 +111,16 @@ class Embedded(Generator):
 
 @dataclass(frozen=True)
 class Slack(Generator):
-    """A bound ``amount`` behind the largest value seen so far (:func:`slack`), ``by`` value or rows."""
+    """A bound ``amount`` behind the largest value seen so far (:func:`slack`), ``by`` value or rows.
+
+    On the view ``readings`` of :func:`wid.query`'s example (``ts`` 1, 4, 2.5, 9: bounds 0, 3, 3, 8),
+    the largest window ``[2w, 2w + 2)`` closed after each row:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> [tuple(r) for r in sorted(slack(1).punctuations(compiled).frame.collect())]
+    [(0, -1), (1, 0), (2, 0), (3, 3)]
+    """
 
     amount: float
     mode: str = "generous"
@@ -133,7 +153,16 @@ class Slack(Generator):
 
 @dataclass(frozen=True)
 class Heartbeat(Generator):
-    """A punctuation every ``every`` units of the ``clock`` column, ``skew`` behind it (:func:`heartbeat`)."""
+    """A punctuation every ``every`` units of the ``clock`` column, ``skew`` behind it (:func:`heartbeat`).
+
+    On the view ``readings`` of :func:`wid.query`'s example (``arrival_ts`` 1.5, 4.5, 5.0, 9.5: the
+    last ticks 0, 4, 4, 8), the largest window ``[2w, 2w + 2)`` closed after each row:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> [tuple(r) for r in sorted(heartbeat(2, skew=0).punctuations(compiled).frame.collect())]
+    [(0, -1), (1, 1), (2, 1), (3, 3)]
+    """
 
     every: float
     skew: float
@@ -163,7 +192,16 @@ class Heartbeat(Generator):
 
 @dataclass(frozen=True)
 class OrderedBy(Generator):
-    """Each tuple punctuates its ``keys``' values at its own window attribute (:func:`ordered_by`)."""
+    """Each tuple punctuates its ``keys``' values at its own window attribute (:func:`ordered_by`).
+
+    On the view ``readings`` of :func:`wid.query`'s example, each reading closes its key's windows
+    ``[2w, 2w + 2)`` that end at or before its ``ts``:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> [tuple(r) for r in sorted(ordered_by("k").punctuations(compiled).frame.collect())]
+    [(0, 'a', -1), (1, 'a', 1), (2, 'b', 0), (3, 'a', 3)]
+    """
 
     keys: tuple[str, ...]
     mode: str = "generous"

@@ -28,7 +28,14 @@ class Punctuations:
     ``shapes``: the sets of pattern columns that may be bound (non-NULL) together.
     ``wildcard``: NULL in a pattern column is the wildcard ``*`` (punctuations from the
     source); False: it is a key value like any other, as in GROUP BY (a tuple punctuating
-    its own key: ROWS arrival, :func:`ordered_by`), and the one shape is the whole pattern."""
+    its own key: ROWS arrival, :func:`ordered_by`), and the one shape is the whole pattern.
+
+    >>> frame = spark.createDataFrame([(1, None, 0), (2, "b", 3), (3, "a", 1)],
+    ...                               "row_num long, k string, wid_closed long")
+    >>> punctuations = Punctuations(frame, ("k",), ((), ("k",)))
+    >>> [tuple(r) for r in sorted(punctuations.shaped(("k",)).collect())]  # the wildcard (row 1) is shape ()
+    [(2, 'b', 3), (3, 'a', 1)]
+    """
 
     frame: DataFrame
     pattern: tuple[str, ...]
@@ -58,7 +65,14 @@ class Marks:
     punctuation closing every window ``w <= closed`` for the tuple's ``pattern`` keys (all
     keys when ``pattern`` is empty), at ``row_num + shift``. ``given``: punctuations supplied
     by the source, a streaming frame. ``wildcard``: as :class:`Punctuations`' (False: a NULL
-    key is a key of its own). Replay's running maxima are the live state's."""
+    key is a key of its own). Replay's running maxima are the live state's.
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> [(m.shift, m.pattern, m.wildcard) for m in (wid.punctuate.slack(2, by="rows").marks(compiled),
+    ...                                             wid.punctuate.ordered_by("k").marks(compiled))]
+    [(2, (), True), (0, ('k',), False)]
+    """
 
     closed: Column | None = None
     shift: int = 0
@@ -73,7 +87,17 @@ class Marks:
 
 
 class Generator(ABC):
-    """A punctuation scheme for :func:`wid.stream.replay`."""
+    """A punctuation scheme for :func:`wid.stream.replay`.
+
+    With ``SLIDE 0.5`` on the double ``ts``, ``wid_x`` counts tenths: the bound 2.57 is 25 of them,
+    and it closes the windows ``[0.5w - 1, 0.5w + 0.5)`` up to 4:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 1.5 SLIDE 0.5 WATTR ts]")
+    >>> bound = Generator.on_ids(compiled, F.lit(2.57), 1)
+    >>> Generator.factor(compiled), tuple(spark.range(1).select(bound, Generator.closed(compiled, bound)).first())
+    (10, (25, 4))
+    """
 
     mode: str
 
@@ -127,7 +151,14 @@ def checked(punctuation: object, spec: WindowSpec) -> Generator | None:
 
 def generator(punctuation: object) -> Generator | None:
     """``punctuation`` if it is a :mod:`wid.stream.punctuate` generator or None, else a
-    :class:`WidError` (checked before anything else runs; the window kind's say: :func:`checked`)."""
+    :class:`WidError` (checked before anything else runs; the window kind's say: :func:`checked`).
+
+    >>> generator(wid.punctuate.slack(2))
+    Slack(amount=2, mode='generous', by='value')
+    >>> generator(2)
+    Traceback (most recent call last):
+    wid.errors.WidError: punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), got 2
+    """
     if punctuation is not None and not isinstance(punctuation, Generator):
         raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
                        f"got {punctuation!r}")

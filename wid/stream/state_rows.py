@@ -57,7 +57,13 @@ def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
 
 
 def history(sessions: StructType) -> pa.Schema:
-    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last)."""
+    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last).
+
+    >>> from pyspark.sql.types import DecimalType, StringType
+    >>> history(StructType([StructField("k", StringType()), StructField("wid", LongType()),
+    ...                     StructField("start", DecimalType(12, 3)), StructField("last", DecimalType(12, 3))])).types
+    [DataType(string), DataType(int64), Decimal128Type(decimal128(12, 3)), Decimal128Type(decimal128(12, 3))]
+    """
     return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in sessions.fields])
 
 
@@ -77,13 +83,26 @@ def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
 
 
 def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
-    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns."""
+    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns.
+
+    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64())])
+    >>> cells = [packed(pd.DataFrame({"k": ["a", None], "wid": [2**53 + 1, 4]}), arrow),
+    ...          packed(pd.DataFrame({"k": ["b"], "wid": [7]}), arrow)]
+    >>> unpacked(cells, arrow)["wid"].tolist(), unpacked(cells, arrow)["wid"].dtype
+    ([9007199254740993, 4, 7], Int64Dtype())
+    """
     tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
     return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=NULLABLE.get)
 
 
 def frame_rows(cell: bytes | bytearray) -> dict[str, list[tuple]]:
-    """The state rows, by frame name, of a :class:`Frames` value-state row's cell."""
+    """The state rows, by frame name, of a :class:`Frames` value-state row's cell.
+
+    >>> frames = Frames(None, {"n": StructType([StructField("n", LongType())])})
+    >>> frames.put("n", pd.DataFrame({"n": [3.0, None]})); frames.set_row("last", (7, 1))
+    >>> frame_rows(frames.cell()[0])
+    {'n': [(3,), (None,)], 'last': [(7, 1)], '_wid_fields': {'n': ['n']}}
+    """
     return pickle.loads(cell)
 
 
@@ -101,9 +120,10 @@ class Frames:
     >>> again.get("n")["n"].tolist(), again.row("last"), again.row("top")
     ([9007199254740993], (7, None), None)
     >>> Frames(frames.cell(), {"n": StructType([StructField("k", LongType()), StructField("n", LongType())])})
+    ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    wid.errors.WidError: the checkpoint's state has another layout (written by another query or an older wid): start the query with a fresh checkpoint
+    wid.errors.WidError: the checkpoint's state has another layout (written by another query or an older wid): ...
     """
 
     SCHEMA = StructType([StructField("frames", BinaryType())])
