@@ -476,13 +476,16 @@ def test_a_late_tuple_before_any_session_is_emitted_touches_none(spark, tmp_path
 
 def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
     """A timestamp attribute with microseconds: gaps compared in epoch microseconds,
-    ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form."""
+    ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form; a
+    timestamp among the keys (the emitted sessions kept in the state hold it)."""
     rows = [(r, k, x, v, d, arrival) for r, k, x, v, d, arrival, flag in session_rows(seed=17) if not flag]
     frame = spark.createDataFrame(rows, "row_num long, k string, x double, v long, d decimal(20, 6), arrival double") \
-        .withColumn("ts", F.timestamp_micros((F.col("x") * 1_000_000 + 1_700_000_000_000_000 + 7).cast("long")))
+        .withColumn("ts", F.timestamp_micros((F.col("x") * 1_000_000 + 1_700_000_000_000_000 + 7).cast("long"))) \
+        .withColumn("kt", F.timestamp_micros(F.when(F.col("k") == "a", 1_700_000_000_000_001).when(
+            F.col("k") == "b", -86_400_000_001)))
     frame.createOrReplaceTempView(VIEW + "_st")
-    text = (f"SELECT k, count(*) AS n, min(v) AS lo FROM {VIEW}_st [SESSION 1.5 SECONDS WATTR ts] "
-            "WHERE v <> 3 GROUP BY k")
+    text = (f"SELECT k, kt, count(*) AS n, min(v) AS lo FROM {VIEW}_st [SESSION 1.5 SECONDS WATTR ts] "
+            "WHERE v <> 3 GROUP BY k, kt")
     results, late, expected = _live_and_replay(spark, text, frame, punctuate.slack(1), tmp_path)
     assert results.schema["session_end"].dataType.simpleString() == "timestamp"
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
 from wid.bucket.positions import plain
@@ -57,14 +57,15 @@ def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
 
 
 def history(sessions: StructType) -> pa.Schema:
-    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last).
+    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last), timestamps
+    in UTC (as the Arrow batches Spark hands Python).
 
     >>> from pyspark.sql.types import DecimalType, StringType
     >>> history(StructType([StructField("k", StringType()), StructField("wid", LongType()),
     ...                     StructField("start", DecimalType(12, 3)), StructField("last", DecimalType(12, 3))])).types
     [DataType(string), DataType(int64), Decimal128Type(decimal128(12, 3)), Decimal128Type(decimal128(12, 3))]
     """
-    return pa.schema([pa.field(f.name, to_arrow_type(f.dataType)) for f in sessions.fields])
+    return to_arrow_schema(sessions, timezone="UTC")
 
 
 def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
