@@ -93,6 +93,17 @@ def test_time_eviction_keeps_the_last_p_seconds(spark):
     assert got[6] == [3, 4]  # at t+7: A (7 s) and B (6 s) are gone, C and D remain
 
 
+@pytest.mark.parametrize("route", ["columns", "scan"])
+def test_a_period_a_billionth_off_a_whole_number_is_used_as_written(spark, route):
+    """time(3.0000000005) keeps a tuple 3.0000000003 s old (a period rounded to 3 s would evict it)."""
+    rows = stream(spark, [{"row_num": 1, "arrival_ts": 0.0}, {"row_num": 2, "arrival_ts": 3.0000000003}])
+    spec = parse_spl("sliding, time(3.0000000005), count(1)")
+    tagged = operational_bucket(spark.table("s"), spec, route)
+    got = {w: sorted(r.row_num for r in tagged.collect() if r.wid_lo <= w <= r.wid_hi) for w in (0, 1)}
+    assert got == {0: [1], 1: [1, 2]} == {wid: [r["row_num"] for r in content]
+                                          for _, wid, content in simulate(rows, spec)}
+
+
 def test_delta_eviction_on_a_non_monotonic_attribute_is_not_a_slide(spark):
     temps = [16.4, 16.0, 17.1, 17.6, 14.0]  # A B C D E
     stream(spark, [{"row_num": i, "v": x} for i, x in enumerate(temps, start=1)])

@@ -73,14 +73,15 @@ def positive(name: str, value: Number, whole: bool = False) -> Number:
 
 
 def scaled(value: Number, factor: int) -> Number:
-    """``value * factor``, kept an int when the product is whole (exact id arithmetic and
-    comparisons on integer clocks).
+    """``value * factor``, an int when ``value`` as written (:func:`exact`) times ``factor`` is
+    whole (exact id arithmetic and comparisons on integer clocks); no tolerance: a period a
+    billionth off a whole number stays off it.
 
-    >>> 0.57 * 100, scaled(0.57, 100), scaled(0.25, 3)
-    (56.99999999999999, 57, 0.75)
+    >>> 0.57 * 100, scaled(0.57, 100), scaled(0.25, 3), scaled(3.0000000005, 1), scaled(4e-10, 1)
+    (56.99999999999999, 57, 0.75, 3.0000000005, 4e-10)
     """
-    product = value * factor
-    return int(round(product)) if abs(product - round(product)) < 1e-9 else product
+    product = exact(value) * factor
+    return int(product) if product.denominator == 1 else value * factor
 
 
 def exact(value: Number) -> Fraction:
