@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from fractions import Fraction
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame
 
-from wid.spec.numbers import Number, exact, positive, whole
+from wid.errors import WidError
+from wid.spec.numbers import LIMIT, Number, exact, positive, whole
 from wid.spec.sqlexpr import column_name
 from wid.spec.base import WindowSpec
 
@@ -174,6 +176,9 @@ class Session(WindowSpec):
 
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)
+        if self.gap > LIMIT // 2:  # as RANGE and SLIDE: last + g fits a long for |last| <= 2**62
+            raise WidError(f"SESSION gap {Decimal(self.gap):.6G} exceeds 2**61 in the attribute's units: session "
+                           "ends would overflow a long")
 
     @property
     def partition(self) -> tuple[str, ...]:

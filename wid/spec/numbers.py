@@ -65,7 +65,8 @@ def positive(name: str, value: Number, whole: bool = False) -> Number:
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise WidError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
+    finite = value.is_finite() if isinstance(value, Decimal) else isinstance(value, int) or math.isfinite(value)
+    if not finite or value <= 0:  # (math.isfinite of an int past a double's range overflows)
         raise WidError(f"{name} must be positive, got {value!r}")
     if whole and not isinstance(value, int):
         raise WidError(f"{name} must be a whole number, got {value!r}")
