@@ -203,6 +203,9 @@ def test_plan_section(spark):
         flink.from_dict({"triggers": [{"kind": "sometimes"}]})
     with pytest.raises(WidError, match="unknown key"):
         flink.from_dict({"trigger": []})
+    with pytest.raises(WidError, match="a policy is a table"):
+        flink.from_dict({"triggers": ["count"]})
+    assert flink.from_dict({"triggers": [{"kind": "count", "every": 2}], "per_group": "seg"}).per_group == ("seg",)
 
 
 @pytest.mark.parametrize("make, message", [
@@ -213,6 +216,9 @@ def test_plan_section(spark):
     (lambda: TimeTrigger(-1), "positive"),
     (lambda: Discretization([DeltaTrigger(-1, "v")]), ">= 0"),
     (lambda: TimeTrigger(1, active="no"), "true or false"),
+    (lambda: TimeTrigger(1, delay=float("nan")), "delay must be a finite number"),
+    (lambda: DeltaTrigger(float("nan"), "v"), "threshold must be a finite number"),
+    (lambda: DeltaEviction(float("inf"), "v"), "threshold must be a finite number"),
 ])
 def test_bad_policies(make, message):
     with pytest.raises(WidError, match=message):

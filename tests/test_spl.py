@@ -15,6 +15,7 @@ import wid
 from wid.errors import WidError
 from wid.bucket.spl import compiled, operational_bucket, path
 from wid.bucket.positions import beyond
+from wid.spec.spl import PartitionAge, PartitionCount, TupleCount
 from wid.spec.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
@@ -207,6 +208,8 @@ def test_paths(spark):
     ("tumbling, sizeof(3)", "unknown policy"),
     ("tumbling, count(4), partitioned", "partitioned BY col"),
     ("tumbling, count(4), partitionAge(3)", "needs a partitioned window"),
+    ("tumbling, count(4) partitioned BY k, partitionCount(0)", "partitionCount(c) needs a positive whole number"),
+    ("tumbling, count(4) partitioned BY k, tupleCount(2.5)", "tupleCount needs a whole number"),
     ("sliding, time(4), aggregatePartialWindows(false)", "count(n) eviction"),
     ("tumbling, count(2), aggregatePartialWindows(false)", "aggregateIncompleteWindows"),
     ("sliding, count(1), count(1), count(1)", "optional trigger"),
@@ -214,6 +217,17 @@ def test_paths(spark):
 def test_malformed_clauses(clause, message):
     with pytest.raises(WidError, match=message.replace("(", r"\(").replace(")", r"\)")):
         parse_spl(clause)
+
+
+@pytest.mark.parametrize("policy, value, message", [
+    *[(PartitionAge, v, r"partitionAge\(s\) needs a finite number s >= 0")
+      for v in (True, float("nan"), float("inf"), -1)],
+    (TupleCount, 2.5, r"tupleCount\(t\) needs a positive whole number, got 2.5"),
+    (PartitionCount, True, r"partitionCount\(c\) needs a positive whole number, got True"),
+])
+def test_partition_eviction_policies_name_their_bad_argument(policy, value, message):
+    with pytest.raises(WidError, match=message):
+        policy(value)
 
 
 def test_bad_streams_are_reported(spark):

@@ -64,8 +64,9 @@ class _Delta:
     def __post_init__(self) -> None:
         """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
         object.__setattr__(self, "attrs", (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs))
-        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or self.threshold < 0:
-            raise WidError(f"delta threshold must be >= 0, got {self.threshold!r}")
+        if (isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float))
+                or not math.isfinite(self.threshold) or self.threshold < 0):
+            raise WidError(f"delta threshold must be a finite number >= 0, got {self.threshold!r}")
 
     @property
     def ordered(self) -> bool:
@@ -108,7 +109,7 @@ class TimeTrigger:
     TimeTrigger(granularity=0.5, delay=0.25, start=None, active=False)
     >>> TimeTrigger(2.5, delay=-0.5)
     Traceback (most recent call last):
-    wid.errors.WidError: TimeTrigger delay must be >= 0, got -0.5
+    wid.errors.WidError: TimeTrigger delay must be a finite number >= 0, got -0.5
     """
 
     granularity: float
@@ -118,8 +119,9 @@ class TimeTrigger:
 
     def __post_init__(self) -> None:
         positive("TimeTrigger granularity", self.granularity)
-        if not isinstance(self.delay, (int, float)) or self.delay < 0:
-            raise WidError(f"TimeTrigger delay must be >= 0, got {self.delay!r}")
+        if (isinstance(self.delay, bool) or not isinstance(self.delay, (int, float)) or not math.isfinite(self.delay)
+                or self.delay < 0):
+            raise WidError(f"TimeTrigger delay must be a finite number >= 0, got {self.delay!r}")
         if not isinstance(self.active, bool):
             raise WidError(f"TimeTrigger active must be true or false, got {self.active!r}")
 
@@ -188,7 +190,7 @@ class DeltaEviction(_Delta):
 
     >>> DeltaEviction(-0.5, "ts")
     Traceback (most recent call last):
-    wid.errors.WidError: delta threshold must be >= 0, got -0.5
+    wid.errors.WidError: delta threshold must be a finite number >= 0, got -0.5
     """
 
 
@@ -240,7 +242,8 @@ class Discretization(Operational):
     def __post_init__(self) -> None:
         object.__setattr__(self, "triggers", tuple(self.triggers))
         object.__setattr__(self, "evictions", tuple(self.evictions))
-        object.__setattr__(self, "per_group", tuple(self.per_group))
+        object.__setattr__(self, "per_group", (self.per_group,) if isinstance(self.per_group, str)
+                           else tuple(self.per_group))  # one column may be given as a string
         if not self.triggers:
             raise WidError("a discretization needs at least one trigger policy")
 
@@ -308,6 +311,8 @@ _FUNCTIONS = {"euclidean": euclidean, "cosine": cosine}
 
 
 def _policy(kinds: dict[str, type], entry: dict[str, Any]) -> Any:
+    if not isinstance(entry, dict):
+        raise WidError(f"a policy is a table {{kind = ..., options}}, got {entry!r}")
     options = dict(entry)
     kind = options.pop("kind", None)
     if kind not in kinds:
@@ -343,6 +348,6 @@ def from_dict(section: dict[str, Any]) -> Discretization:
     return Discretization(
         tuple(_policy(_TRIGGERS, p) for p in section.get("triggers", [])),
         tuple(_policy(_EVICTIONS, p) for p in section.get("evictions", [])),
-        tuple(section.get("per_group", ())),
+        section.get("per_group", ()),
         section.get("ts", "arrival_ts"),
     )

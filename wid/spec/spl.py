@@ -44,6 +44,11 @@ PUNCT_MARKER = "punct"
 # --- policies --------------------------------------------------------------------------
 
 
+def _whole_positive(policy: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise WidError(f"{policy} needs a positive whole number, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Count:
     """count(n). Tumbling: insert, then flush when |W| = n. Sliding eviction: when |W| = n,
@@ -57,8 +62,7 @@ class Count:
     n: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.n, bool) or not isinstance(self.n, int) or self.n <= 0:
-            raise WidError(f"count(n) needs a positive whole number, got {self.n!r}")
+        _whole_positive("count(n)", self.n)
 
 
 @dataclass(frozen=True)
@@ -126,14 +130,15 @@ class PartitionAge:
 
     >>> PartitionAge(-1)
     Traceback (most recent call last):
-    wid.errors.WidError: partitionAge(s) needs s >= 0, got -1
+    wid.errors.WidError: partitionAge(s) needs a finite number s >= 0, got -1
     """
 
     seconds: float
 
     def __post_init__(self) -> None:
-        if not isinstance(self.seconds, (int, float)) or self.seconds < 0:
-            raise WidError(f"partitionAge(s) needs s >= 0, got {self.seconds!r}")
+        if (isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float))
+                or not math.isfinite(self.seconds) or self.seconds < 0):
+            raise WidError(f"partitionAge(s) needs a finite number s >= 0, got {self.seconds!r}")
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ class PartitionCount:
     count: int
 
     def __post_init__(self) -> None:
-        Count(self.count)
+        _whole_positive("partitionCount(c)", self.count)
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,7 @@ class TupleCount:
     count: int
 
     def __post_init__(self) -> None:
-        Count(self.count)
+        _whole_positive("tupleCount(t)", self.count)
 
 
 PartitionEviction = PartitionAge | PartitionCount | TupleCount
