@@ -219,6 +219,18 @@ class SplWindow(Operational):
         return operational_bucket_sql(source, df, self)
 
     def _check_partitioning(self) -> None:
+        """Each field of its kind (given positionally, the policies would land in ``partition_by``
+        and ``partition_eviction``, the fields every SPL window has first), and a partition
+        eviction only on a partitioned window."""
+        if not isinstance(self.partition_by, tuple) or not all(isinstance(c, str) for c in self.partition_by):
+            raise WidError(f"partition_by must be a tuple of column names, got {self.partition_by!r} (give the "
+                           "policies by name, e.g. Sliding(eviction=Count(4), trigger=Count(1)))")
+        if self.partition_eviction is not None and not isinstance(self.partition_eviction, PartitionEviction):
+            raise WidError(f"partition_eviction must be partitionAge, partitionCount or tupleCount, got "
+                           f"{self.partition_eviction!r}")
+        for policy in self.policies:
+            if not isinstance(policy, Policy):
+                raise WidError(f"a window policy is count, delta, time or punct, got {policy!r}")
         if self.partition_eviction is not None and not self.partition_by:
             raise WidError("a partition eviction policy needs a partitioned window (partitioned BY col)")
 
@@ -269,6 +281,9 @@ class Sliding(SplWindow):
     >>> Sliding(eviction=Time(2.5), partial=False)
     Traceback (most recent call last):
     wid.errors.WidError: aggregatePartialWindows(false) needs a count(n) eviction policy (full = n tuples)
+    >>> Sliding(Count(4), Count(1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: partition_by must be a tuple of column names, got Count(n=4) (give the policies by name, ...
     """
 
     eviction: Policy = Count(1)
