@@ -29,7 +29,15 @@ def cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[DataF
 
 
 def progress_lines() -> Callable[[str], None]:
-    """A logger of progress lines, each with the seconds since it was made."""
+    """A logger of progress lines, each with the seconds since it was made.
+
+    >>> import unittest
+    >>> progress = progress_lines()
+    >>> with unittest.TestCase().assertLogs("wid", "INFO") as logged:
+    ...     progress("built the stream")
+    >>> logged.output  # doctest: +ELLIPSIS
+    ['INFO:wid:[    ... s] built the stream']
+    """
     started = time.perf_counter()
 
     def progress(message: str) -> None:
@@ -39,7 +47,13 @@ def progress_lines() -> Callable[[str], None]:
 
 
 def timed(build: Callable[[], DataFrame]) -> float:
-    """Wall-clock seconds to build a DataFrame and evaluate it in full (the ``noop`` sink)."""
+    """Wall-clock seconds to build a DataFrame and evaluate it in full (the ``noop`` sink).
+
+    >>> built = []
+    >>> seconds = timed(lambda: built.append(1) or spark.table("readings").groupBy("k").count())
+    >>> built, isinstance(seconds, float) and seconds > 0
+    ([1], True)
+    """
     start = time.perf_counter()
     build().write.format("noop").mode("overwrite").save()
     return time.perf_counter() - start

@@ -95,7 +95,21 @@ def _has_window_attribute(plan: Plan, source: DataFrame) -> None:
 
 
 def writable(out: str) -> None:
-    """A :class:`WidError` unless ``out`` (a local directory path) is new and can be created."""
+    """A :class:`WidError` unless ``out`` (a local directory path) is new and can be created; a URL
+    (``scheme://...``) is not checked. The check leaves nothing behind.
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> writable(str(Path(tmp.name, "out"))), Path(tmp.name, "out").exists(), writable("s3a://bucket/out")
+    (None, False, None)
+    >>> writable(tmp.name)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: --out /... already exists
+    >>> writable(str(Path(tmp.name, "no", "out")))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: --out /.../no/out: cannot create the directory (No such file or directory)
+    >>> tmp.cleanup()
+    """
     path = Path(out)
     if "://" in out:
         return

@@ -56,7 +56,20 @@ def _points(curve: dict[str, Any]) -> list[tuple[str, Any, dict[str, Any]]]:
 
 
 def punctuation_of(scheme: str, options: dict[str, Any], plan: Plan, stream):
-    """The generator named ``scheme`` with ``options`` from ``plan`` (None for "none")."""
+    """The generator named ``scheme`` with ``options`` from ``plan`` (None for "none"); bad options
+    are a :class:`WidError` naming the plan.
+
+    >>> plan = Plan(Path("plans/demo.toml"), "SELECT count(*) AS n FROM r [RANGE 4 SLIDE 2 WATTR ts]", "r",
+    ...             {"path": "r.parquet"})
+    >>> punctuation_of("slack", {"amount": 2, "mode": "consistent"}, plan, None), punctuation_of("none", {}, plan, None)
+    (Slack(amount=2, mode='consistent', by='value'), None)
+    >>> punctuation_of("slack", {"amout": 2}, plan, None)
+    Traceback (most recent call last):
+    wid.errors.WidError: plan plans/demo.toml: bad slack options: slack() got an unexpected keyword argument 'amout'
+    >>> punctuation_of("source", {}, plan, None)
+    Traceback (most recent call last):
+    wid.errors.WidError: plan plans/demo.toml: punctuation 'source' needs the disorder generator
+    """
     try:
         if scheme == "slack":
             return punctuate.slack(**options)
@@ -104,7 +117,17 @@ def run_experiment(spark: SparkSession, plan: Plan, rows: int | None = None) -> 
 
 
 def write_csv(points: list[dict[str, Any]], path: Path) -> None:
-    """``points`` as a CSV file at ``path`` (its directory made): a header of :data:`FIELDS`, a row per point."""
+    """``points`` as a CSV file at ``path`` (its directory made): a header of :data:`FIELDS`, a row per
+    point, empty where a point has no value.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_csv([{"label": "slack", "punctuation": "slack", "parameter": "amount", "value": 2, "late_rows": 3}],
+    ...               Path(d, "docs", "exp.csv"))
+    ...     print(Path(d, "docs", "exp.csv").read_text(), end="")
+    label,punctuation,parameter,value,extents,late_rows,latency,latency_rows,avg_rel_error,frac_incorrect,seconds
+    slack,slack,amount,2,,3,,,,,
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, FIELDS)

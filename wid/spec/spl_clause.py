@@ -101,7 +101,17 @@ def _policy(item: str, clause: str) -> Policy | PartitionEviction | tuple[str, b
 
 
 def parse_spl(clause: str) -> SplWindow:
-    """The SPL window written in ``clause`` (see the module docstring for the grammar)."""
+    """The SPL window written in ``clause`` (see the module docstring for the grammar): a sliding
+    window's trigger defaults to ``count(1)``, options default to true.
+
+    >>> parse_spl("sliding, count(4) partitioned BY k")
+    Sliding(partition_by=('k',), partition_eviction=None, eviction=Count(n=4), trigger=Count(n=1), partial=True)
+    >>> parse_spl("Tumbling, delta(ts, 60), aggregateIncompleteWindows(false)")
+    Tumbling(partition_by=(), partition_eviction=None, eviction=Delta(attr='ts', delta=60), incomplete=False)
+    >>> parse_spl("tumbling, count(2), count(3)")
+    Traceback (most recent call last):
+    wid.errors.WidError: a tumbling window takes one eviction policy, got 2 in [tumbling, count(2), count(3)]
+    """
     if not is_spl(clause):
         raise WidError(f"an SPL window clause starts with tumbling or sliding: [{clause}]")
     if clause.count("`") % 2:

@@ -62,7 +62,24 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     under ``punctuation`` (None: only the end of the stream) and ``allowed_lateness`` (``rattr``
     units, seconds for timestamps): the results are the aggregate's columns plus ``emit_row``
     and ``revision``, ``late`` the stream's columns plus ``wid``. ``chunk_rows`` sizes the
-    chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`)."""
+    chunks of the x axis (:func:`wid.aggregate.range.fca.chunk_rows_of`).
+
+    The windows ``(w - 2, w]`` of ``readings`` (``ts`` 1, 4, 2.5, 9) under ``slack(0)``: the tuple at 2.5
+    comes once the bound is 4, so window 2.5, defined by it after a wildcard bound passed it, is lost
+    (both its contributions late); generous mode counts the tuple in window 4, consistent mode drops it there too:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 2 RATTR ts SLIDE 1 ROW "
+    ...                                 "SATTR row_num]")
+    >>> results, late = replay(compiled, wid.punctuate.slack(0))
+    >>> sorted(tuple(r) for r in results.select("wid", "emit_row").collect())
+    [(1.0, 1), (4.0, 3), (9.0, None)]
+    >>> sorted(tuple(r) for r in late.select("row_num", "wid").collect())
+    [(0, 2.5), (2, 2.5)]
+    >>> _, late = replay(compiled, wid.punctuate.slack(0, mode="consistent"))
+    >>> sorted(tuple(r) for r in late.select("row_num", "wid").collect())
+    [(0, 2.5), (2, 2.5), (2, 4.0)]
+    """
     tagged, spec, keys, aggregates = compiled.tagged, compiled.spec, compiled.keys, compiled.aggregates
     numeric = numeric_types(tagged, aggregates)
     if numeric is None:

@@ -73,7 +73,26 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
     (:func:`wid.stream.live_run.start` sees to it; slide-by-tuple windows: one bucket); ``window``
     replaces the query's window clause, as in :func:`wid.replay` (a
-    :class:`wid.spec.flink.Discretization` for ``[flink]``)."""
+    :class:`wid.spec.flink.Discretization` for ``[flink]``). A session whose
+    ``spark.sql.streaming.stateStore.providerClass`` is unset gets the RocksDB state store.
+
+    The view ``readings`` of :func:`wid.query`'s example in two files (one micro-batch each) and the end
+    marker, under ``slack(0)``: replay's rows, the reading at ``ts = 2.5`` late for window 1:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from wid.stream import live_run
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = live_run.split_into_files(spark.table("readings"), Path(d, "in"), 2)
+    ...     job = live(spark, text, live_run.source(spark, files), wid.punctuate.slack(0))
+    ...     _ = live_run.run(live_run.start(job, Path(d, "out"), Path(d, "checkpoint")))
+    ...     results, late = live_run.read_output(spark, job, Path(d, "out"))
+    ...     print(sorted(tuple(r) for r in results.select("k", "wid", "total", "emit_row").collect()))
+    ...     print(sorted(tuple(r) for r in late.select("row_num", "k", "wid").collect()))
+    [('a', 0, 5, 1), ('a', 2, 7, 3), ('a', 4, 2, None)]
+    [(2, 'b', 1)]
+    """
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     generator(punctuation)

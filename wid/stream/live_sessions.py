@@ -36,7 +36,32 @@ class SessionState:
     """A bucket's sessions between micro-batches: ``opened`` (keys, partials: a row per open
     session), ``counts`` (keys, ``_wid_count``: the key's emitted sessions, its next id),
     ``emitted`` (reads keys, ``wid`` and the partials start and last of every emitted session:
-    called only when a tuple may touch one) and the bound table ``bounds``."""
+    called only when a tuple may touch one) and the bound table ``bounds``.
+
+    Key ``a`` (gap 2) has emitted session 0 (``x`` from 1.0 to 2.5) and its bound is 5: a tuple at 7.0
+    opens a session without reading ``emitted``; one at 3.0, below the bound, reads it, late for session 0:
+
+    >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    >>> from wid.aggregate.range import Aggregate
+    >>> from wid.stream.live_windows import Bounds
+    >>> names, types = ["k", "_wid_p0", "_wid_p1", "_wid_p2"], [StringType(), LongType(), DoubleType(), DoubleType()]
+    >>> panes = StructType([StructField(n, t) for n, t in zip(names, types)])
+    >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "x"),
+    ...                 (Aggregate("n", "count"), Aggregate("s", "min", "x"), Aggregate("e", "max", "x")),
+    ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
+    ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
+    >>> reads, emitted = [], pd.DataFrame({"k": ["a"], WID: [0], "_wid_p1": [1.0], "_wid_p2": [2.5]})
+    >>> state = SessionState(pd.DataFrame(columns=names), pd.DataFrame({"k": ["a"], COUNT: [1]}),
+    ...                      lambda: reads.append(1) or emitted, pd.DataFrame({SHAPE: [0], "k": ["a"], CLOSED: [5.0]}))
+    >>> tuples = pd.DataFrame({"row_num": [3], "k": ["a"], "x": [7.0]})
+    >>> marks = pd.DataFrame(columns=["row_num", "k", CLOSED])  # no punctuation in these batches
+    >>> _, late, state, _ = advance_sessions(tuples, marks, state, layout)
+    >>> state.opened.values.tolist(), late.values.tolist(), reads
+    ([['a', 1, 7.0, 7.0]], [], [])
+    >>> _, late, state, _ = advance_sessions(tuples.assign(row_num=4, x=3.0), marks, state, layout)
+    >>> late.values.tolist(), reads
+    ([[4, 3.0, 0]], [1])
+    """
 
     opened: pd.DataFrame
     counts: pd.DataFrame

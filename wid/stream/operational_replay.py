@@ -28,7 +28,22 @@ from wid.spec.sqlexpr import column, columns
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
            fired: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.compiler.CompiledQuery`), the
-    windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``)."""
+    windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``).
+
+    ``[tumbling, time(3)]`` over ``readings`` (``arrival_ts`` 1.5, 4.5, 5.0, 9.5): the ticks at 4.5 and
+    7.5 fire windows 0 and 1 on the first rows arriving at or after them (1 and 3), the end of the stream
+    flushes window 2; nothing is late, and allowed lateness is refused:
+
+    >>> from wid.bucket.spl import fired
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [tumbling, time(3)]")
+    >>> results, late = replay(compiled, None, 0, lambda stream: fired(stream, compiled.spec))
+    >>> sorted(tuple(r) for r in results.select("wid", "emit_row", "revision").collect()), late.count()
+    ([(0, 1, 0), (1, 3, 0), (2, None, 0)], 0)
+    >>> replay(compiled, None, 1, lambda stream: fired(stream, compiled.spec))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: allowed_lateness does not apply to SPL and Flink windows: ... so nothing is late
+    """
     if allowed_lateness:
         raise WidError("allowed_lateness does not apply to SPL and Flink windows: their buffers take every tuple "
                        "in arrival order, so nothing is late")

@@ -25,7 +25,20 @@ from wid.stream.punctuation import Generator, checked
 @dataclass
 class Replay:
     """``results``: the query's columns + ``emit_row`` and ``revision``; ``late``: the stream's
-    columns + ``wid`` for each dropped (tuple, window) contribution; ``compiled``: the query it replays."""
+    columns + ``wid`` for each dropped (tuple, window) contribution; ``compiled``: the query it replays.
+
+    With the view ``readings`` of :func:`wid.query`'s example under ``slack(0)``, the reading of key ``b``
+    at ``ts = 2.5`` comes after window 1 closed: emitted ``count(*)`` + late rows = the exact count, 4:
+
+    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
+    ...                  wid.punctuate.slack(0))
+    >>> rep.results.columns
+    ['wid', 'window_start', 'window_end', 'k', 'n', 'emit_row', 'revision']
+    >>> rep.late.columns
+    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid']
+    >>> rep.results.groupBy().sum("n").first()[0], rep.late.count(), rep.punctuation
+    (3, 1, Slack(amount=0, mode='generous', by='value'))
+    """
 
     results: DataFrame
     late: DataFrame

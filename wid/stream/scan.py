@@ -57,7 +57,19 @@ def running(points: DataFrame, value: str, order: list[str], chunk: Column, out:
     ``reverse``). ``values`` (columns: ``partition``, ``order``, ``value``) defaults to the
     points themselves; otherwise ``points`` must not have a ``value`` column and ties in
     ``order`` are for the caller to break (e.g. with a kind column). The values' chunks
-    should span a modest number of ids: the carry has one row per id in that span."""
+    should span a modest number of ids: the carry has one row per id in that span.
+
+    On the view ``readings`` of :func:`wid.query`'s example (``ts`` 1, 4, 2.5, 9 in arrival order,
+    chunks of two arrivals): the largest ``ts`` up to each row, and the least from each row on:
+
+    >>> from pyspark.sql import functions as F
+    >>> points, chunk = spark.table("readings").select("row_num", "ts"), F.floor(F.col("row_num") / 2)
+    >>> [r.hi for r in running(points, "ts", ["row_num"], chunk, "hi").orderBy("row_num").collect()]
+    [1.0, 4.0, 4.0, 9.0]
+    >>> lo = running(points, "ts", ["row_num"], chunk, "lo", agg="min", reverse=True)
+    >>> [r.lo for r in lo.orderBy("row_num").collect()]
+    [1.0, 2.5, 2.5, 9.0]
+    """
     fn, combine = (F.max, F.greatest) if agg == "max" else (F.min, F.least)
     if values is None:
         events, values = points, points

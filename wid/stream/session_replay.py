@@ -50,7 +50,23 @@ _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
     """``(results with emit_row and revision, late)`` of a session query under ``punctuation``
     (None: only the end of the stream) and ``allowed_lateness`` (``wattr`` units, seconds for
-    timestamps); ``late`` holds the stream's columns and ``wid``."""
+    timestamps); ``late`` holds the stream's columns and ``wid``.
+
+    ``[SESSION 1 WATTR ts] GROUP BY k`` over ``readings`` under ``slack(0)``: the reading of key ``b`` at
+    ``ts = 2.5`` comes when the bound is 4, past the end 3.5 of its own session: late, with no id. An
+    allowed lateness of 1 takes it: its session, closed already, is emitted on its arrival:
+
+    >>> from wid.compiler import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [SESSION 1 WATTR ts] GROUP BY k")
+    >>> results, late = replay(compiled, wid.punctuate.slack(0))
+    >>> sorted(tuple(r) for r in results.select("k", "wid", "session_start", "session_end", "emit_row").collect())
+    [('a', 0, 1.0, 2.0, 1), ('a', 1, 4.0, 5.0, 3), ('a', 2, 9.0, 10.0, None)]
+    >>> late.select("row_num", "k", "wid").collect()
+    [Row(row_num=2, k='b', wid=None)]
+    >>> results, late = replay(compiled, wid.punctuate.slack(0), allowed_lateness=1)
+    >>> results.where("k = 'b'").select("wid", "session_start", "session_end", "emit_row").collect(), late.count()
+    ([Row(wid=0, session_start=2.5, session_end=3.5, emit_row=2)], 0)
+    """
     spec, tagged = compiled.spec, compiled.tagged
     source = tagged.sparkSession.table(compiled.query.source).columns
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(

@@ -61,7 +61,15 @@ def numbers(values: list[Number]) -> np.ndarray:
 
 def exact_values(column: pd.Series) -> np.ndarray:
     """A column of values of ``x`` (no NULL) as exact numbers (:func:`numbers`): longs at once,
-    doubles and decimals one by one as Fractions."""
+    doubles and decimals one by one as Fractions (a double's binary value, a decimal's own).
+
+    >>> exact_values(pd.Series([3, -5]))
+    array([ 3, -5])
+    >>> exact_values(pd.Series([2.5, 0.1])).tolist()
+    [Fraction(5, 2), Fraction(3602879701896397, 36028797018963968)]
+    >>> exact_values(pd.Series([Decimal("0.1"), Decimal("4")])).tolist()
+    [Fraction(1, 10), Fraction(4, 1)]
+    """
     if pd.api.types.is_integer_dtype(column.dtype):
         return column.to_numpy("int64")
     return numbers([exact_value(v) for v in column.tolist()])

@@ -29,7 +29,17 @@ Number = int | Fraction
 @dataclass
 class KeySession:
     """A session: extent ``[start, last + g)``, its ``members`` (tuples, or a live state's
-    partials), its id and last revision once emitted, ``closed`` while its last emission is current."""
+    partials), its id and last revision once emitted, ``closed`` while its last emission is current.
+
+    With gap 2, tuples at 1 and 2 (rows 0 and 1) form one open session ``[1, 4)``; a bound of 4 emits it
+    as id 0, revision 0:
+
+    >>> key = KeySessions(2)
+    >>> key.arrive(0, 1); key.arrive(1, 2); key.open
+    [KeySession(start=1, last=2, members=[1, 0], wid=None, revision=-1, closed=False)]
+    >>> key.punctuate(2, 4); key.sessions, key.open
+    ([KeySession(start=1, last=2, members=[1, 0], wid=0, revision=0, closed=True)], [])
+    """
 
     start: Number
     last: Number
