@@ -41,7 +41,26 @@ PARTITIONS = "spark.sql.shuffle.partitions"
 
 def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: bool = True) -> Path:
     """Write ``table`` (with ``row_num``) into ``directory`` as ``parts`` files of consecutive
-    ``row_num`` ranges, plus the end marker (:func:`end_marker`) when ``end``."""
+    ``row_num`` ranges, plus the end marker (:func:`end_marker`) when ``end``.
+
+    The view ``readings`` of :func:`wid.query`'s example in two files, oldest first, then the marker:
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> files = split_into_files(spark.table("readings"), Path(tmp.name, "in"), 2)
+    >>> by_age = sorted(files.iterdir(), key=lambda p: p.stat().st_mtime)
+    >>> [(p.name, pq.read_table(p).column("row_num").to_pylist()) for p in by_age]
+    [('part-00000.parquet', [0, 1]), ('part-00001.parquet', [2, 3]), ('part-end.parquet', [None])]
+    >>> split_into_files(spark.table("readings"), files, 2)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: .../in is not empty
+    >>> split_into_files(spark.table("readings"), Path(tmp.name, "none"), 0)
+    Traceback (most recent call last):
+    wid.errors.WidError: parts must be a positive whole number, got 0
+    >>> tmp.cleanup()
+    """
+    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
+        raise WidError(f"parts must be a positive whole number, got {parts!r}")
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise WidError(f"{directory} is not empty")
@@ -49,7 +68,7 @@ def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: b
     frame = table.orderBy("row_num").toArrow()
     frame = frame.cast(pa.schema([f.with_nullable(True) for f in frame.schema]))  # the marker's NULLs
     frame = frame.append_column(END_COLUMN, pa.array([False] * frame.num_rows, pa.bool_()))
-    size = -(-frame.num_rows // max(parts, 1))
+    size = -(-frame.num_rows // parts)
     pieces = [frame.slice(i * size, size) for i in range(parts)]
     base = time.time() - len(pieces) - 10
     for i, piece in enumerate(pieces):
@@ -64,7 +83,15 @@ def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: b
 def end_marker(directory: str | Path, schema: pa.Schema, mtime: float | None = None) -> Path:
     """The end-of-stream marker file in ``directory``: one row of ``schema`` with ``wid_end``
     true and every other column NULL (``row_num`` NULL: after every element), modified at
-    ``mtime`` (default now: read after every file already there)."""
+    ``mtime`` (default now: read after every file already there).
+
+    >>> import tempfile
+    >>> schema = pa.schema([("row_num", pa.int64()), ("k", pa.string()), (END_COLUMN, pa.bool_())])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     marker = end_marker(d, schema, mtime=1000)
+    ...     print(marker.name, marker.stat().st_mtime, pq.read_table(marker).to_pylist())
+    part-end.parquet 1000.0 [{'row_num': None, 'k': None, 'wid_end': True}]
+    """
     schema = pa.schema([f.with_nullable(True) for f in schema])
     marker = {f.name: pa.nulls(1, f.type) for f in schema}
     marker[END_COLUMN] = pa.array([True])
@@ -76,7 +103,15 @@ def end_marker(directory: str | Path, schema: pa.Schema, mtime: float | None = N
 
 
 def source(spark: SparkSession, directory: str | Path, files_per_batch: int = 1) -> DataFrame:
-    """A streaming DataFrame over the parquet files of ``directory``, oldest first."""
+    """A streaming DataFrame over the parquet files of ``directory``, oldest first (``files_per_batch``
+    files per micro-batch), of the schema of the files already there.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     stream = source(spark, split_into_files(spark.table("readings"), Path(d, "in"), 2))
+    ...     print(stream.isStreaming, stream.columns)
+    True ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid_end']
+    """
     schema = spark.read.parquet(str(directory)).schema
     return (spark.readStream.schema(schema).option("maxFilesPerTrigger", files_per_batch)
             .parquet(str(directory)))
@@ -86,7 +121,22 @@ def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: b
     """``live.frame`` appended to the parquet files of ``sink``, checkpointed in ``checkpoint``;
     its stateful step has ``live.buckets`` partitions (Spark fixes a query's state partitions
     at its first start from ``spark.sql.shuffle.partitions``, set for the start only: each
-    partition costs a task, a Python worker call and a state store commit per micro-batch)."""
+    partition costs a task, a Python worker call and a state store commit per micro-batch).
+
+    A query over ``readings`` (one file and the end marker) with 3 buckets: 3 state partitions, the
+    session's setting kept:
+
+    >>> import tempfile
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> before = spark.conf.get(PARTITIONS)
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = split_into_files(spark.table("readings"), Path(d, "in"), 1)
+    ...     job = wid.live(spark, text, source(spark, files), wid.punctuate.slack(0), buckets=3)
+    ...     query = start(job, Path(d, "out"), Path(d, "checkpoint"))
+    ...     progress = run(query)
+    >>> progress[-1]["stateOperators"][0]["numShufflePartitions"], spark.conf.get(PARTITIONS) == before
+    (3, True)
+    """
     writer = live.frame.writeStream.format("parquet").option("checkpointLocation", str(checkpoint))
     writer = writer.trigger(availableNow=True) if available_now else writer.trigger(processingTime="1 second")
     with state_partitions(live.frame.sparkSession, live.buckets):
@@ -97,7 +147,15 @@ def start(live: Live, sink: str | Path, checkpoint: str | Path, available_now: b
 def state_partitions(spark: SparkSession, partitions: int) -> Iterator[None]:
     """``spark.sql.shuffle.partitions`` set to ``partitions`` while the block runs: a streaming
     query started in it keeps that many state partitions (a stateful step's partitions are fixed
-    at the query's first start); the previous value is restored after it."""
+    at the query's first start); the previous value is restored after it.
+
+    >>> before = spark.conf.get(PARTITIONS)
+    >>> with state_partitions(spark, 3):
+    ...     print(spark.conf.get(PARTITIONS))
+    3
+    >>> spark.conf.get(PARTITIONS) == before
+    True
+    """
     previous = spark.conf.get(PARTITIONS)
     spark.conf.set(PARTITIONS, str(partitions))
     try:
@@ -107,15 +165,35 @@ def state_partitions(spark: SparkSession, partitions: int) -> Iterator[None]:
 
 
 def progress_line(progress: dict) -> str:
-    """One line for a micro-batch's progress: rows in, rows/s, state rows of each operator."""
-    states = ", ".join(f"{s.get('numRowsTotal', 0)} state rows" for s in progress.get("stateOperators", []))
+    """One line for a micro-batch's progress: rows in, rows/s, state rows of each operator.
+
+    >>> progress_line({"batchId": 4, "numInputRows": 250, "processedRowsPerSecond": 812.6,
+    ...                "stateOperators": [{"numRowsTotal": 2}, {"numRowsTotal": 7}]})
+    'batch 4: 250 rows in, 813 rows/s; 2 state rows, 7 state rows'
+    >>> progress_line({"batchId": 0, "numInputRows": 0})
+    'batch 0: 0 rows in, 0 rows/s'
+    """
+    states = "".join(f"{'; ' if i == 0 else ', '}{s.get('numRowsTotal', 0)} state rows"
+                     for i, s in enumerate(progress.get("stateOperators", [])))
     return (f"batch {progress.get('batchId')}: {progress.get('numInputRows') or 0} rows in, "
-            f"{progress.get('processedRowsPerSecond') or 0.0:.0f} rows/s; {states}")
+            f"{progress.get('processedRowsPerSecond') or 0.0:.0f} rows/s{states}")
 
 
 def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
     """Wait for ``query`` to end, logging each micro-batch; ``stop_after``: stop it once that
-    many batches are done (a stop in the middle of the next one). The progress of every batch."""
+    many batches are done (a stop in the middle of the next one). The progress of every batch.
+
+    ``readings`` in two files and the end marker: one micro-batch per file:
+
+    >>> import tempfile
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = split_into_files(spark.table("readings"), Path(d, "in"), 2)
+    ...     job = wid.live(spark, text, source(spark, files), wid.punctuate.slack(0))
+    ...     progress = run(start(job, Path(d, "out"), Path(d, "checkpoint")))
+    >>> [p["batchId"] for p in progress]
+    [0, 1, 2]
+    """
     seen: list[dict] = []
     while True:
         try:
@@ -140,7 +218,22 @@ def stop(query: StreamingQuery, directory: str | Path, flush: bool = False) -> N
     """Stop ``query`` (started by :func:`start` over :func:`source` of ``directory``). ``flush``:
     first the end marker into ``directory`` and every file processed: the end of the stream
     closes every open window (``emit_row`` NULL), as at the end of replay. Without it, open
-    windows stay in the checkpoint's state for a restart."""
+    windows stay in the checkpoint's state for a restart.
+
+    ``readings`` in two files without the end marker, under ``slack(0)``: the flush emits window 4
+    (``ts = 9.0``), which no punctuation closes:
+
+    >>> import tempfile
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = split_into_files(spark.table("readings"), Path(d, "in"), 2, end=False)
+    ...     job = wid.live(spark, text, source(spark, files), wid.punctuate.slack(0))
+    ...     query = start(job, Path(d, "out"), Path(d, "checkpoint"), available_now=False)
+    ...     stop(query, files, flush=True)
+    ...     results, _ = read_output(spark, job, Path(d, "out"))
+    ...     print(query.isActive, sorted(tuple(r) for r in results.select("wid", "emit_row").collect()))
+    False [(0, 1), (2, 3), (4, None)]
+    """
     if flush:
         if not query.isActive:
             raise WidError("flush needs a running query (an AvailableNow query ends on its own)")
@@ -164,7 +257,18 @@ def _failure(error: Exception) -> WidError:
 
 
 def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[DataFrame, DataFrame]:
-    """``(results, late)`` from the sink's committed files, in ``live``'s columns."""
+    """``(results, late)`` from the sink's committed files, in ``live``'s columns.
+
+    >>> import tempfile
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     files = split_into_files(spark.table("readings"), Path(d, "in"), 1)
+    ...     job = wid.live(spark, text, source(spark, files), wid.punctuate.slack(0))
+    ...     _ = run(start(job, Path(d, "out"), Path(d, "checkpoint")))
+    ...     results, late = read_output(spark, job, Path(d, "out"))
+    ...     print(results.count(), late.count(), results.columns == job.results.columns)
+    3 1 True
+    """
     rows = spark.read.schema(live.frame.schema).parquet(str(sink))
     return (rows.where(rows.kind == "result").select(*columns(live.results.columns)),
             rows.where(rows.kind == "late").select(*columns(live.late.columns)))
