@@ -40,7 +40,18 @@ def bounded_disorder(spark: SparkSession, rows: int, max_delay: float = 10.0, la
                      segments: int = 50, seed: int = 1, rate: float = 10.0) -> DataFrame:
     """Traffic readings (``row_num, seg_id, speed, ts, arrival_ts``) where a ``late_fraction``
     arrive up to ``max_delay`` seconds late: every reading arrives at most ``max_delay``
-    seconds (plus the network delay) after its ``ts``."""
+    seconds (plus the network delay) after its ``ts``.
+
+    Ten readings, each late by up to 2 s with probability 0.3: ``ts`` out of order in ``row_num`` (arrival) order, every
+    delay within ``max_delay`` plus the network delay (under ``2 / rate`` + 0.05 s):
+
+    >>> stream = bounded_disorder(spark, 10, max_delay=2.0, late_fraction=0.3, segments=3)
+    >>> [r.ts for r in stream.orderBy("row_num").select(F.date_format("ts", "ss.SSS").alias("ts")).collect()]
+    ['00.001', '00.195', '00.299', '00.358', '00.704', '00.808', '00.661', '00.407', '00.511', '00.970']
+    >>> delay = stream.select(F.max(F.unix_micros("arrival_ts") - F.unix_micros("ts"))).first()[0] / 1e6
+    >>> delay, delay <= 2.0 + 2 / 10 + 0.05
+    (1.706976, True)
+    """
     if max_delay < 0 or not 0 <= late_fraction <= 1:
         raise ValueError("bounded_disorder needs max_delay >= 0 and 0 <= late_fraction <= 1")
     base = traffic(spark, rows, segments, seed, rate).withColumnRenamed("row_num", "_source_row")
@@ -57,7 +68,17 @@ def bounded_disorder(spark: SparkSession, rows: int, max_delay: float = 10.0, la
 def block_sorted(spark: SparkSession, rows: int, block: float = 30.0, segments: int = 50, seed: int = 1,
                  rate: float = 10.0) -> DataFrame:
     """Traffic readings released in blocks of ``block`` seconds of ``ts``, each block at its
-    end (``arrival_ts`` = block end) in random order inside."""
+    end (``arrival_ts`` = block end) in random order inside.
+
+    Ten readings in blocks of half a second: each block arrives at its end, shuffled inside:
+
+    >>> clock = lambda c: F.date_format(c, "ss.SSS").alias(c)
+    >>> stream = block_sorted(spark, 10, block=0.5, segments=3).select("row_num", clock("ts"), clock("arrival_ts"))
+    >>> sorted(tuple(r) for r in stream.collect())  # doctest: +NORMALIZE_WHITESPACE
+    [(0, '00.358', '00.500'), (1, '00.001', '00.500'), (2, '00.407', '00.500'), (3, '00.195', '00.500'),
+     (4, '00.299', '00.500'), (5, '00.704', '01.000'), (6, '00.661', '01.000'), (7, '00.808', '01.000'),
+     (8, '00.511', '01.000'), (9, '00.970', '01.000')]
+    """
     if block <= 0:
         raise ValueError("block_sorted needs block > 0")
     base = traffic(spark, rows, segments, seed, rate).withColumnRenamed("row_num", "_source_row")
@@ -72,7 +93,14 @@ def block_sorted(spark: SparkSession, rows: int, block: float = 30.0, segments: 
 def disorder(spark: SparkSession, rows: int, kind: str = "bounded", max_delay: float = 10.0,
              late_fraction: float = 0.2, block: float = 30.0, segments: int = 50, seed: int = 1,
              rate: float = 10.0) -> DataFrame:
-    """The plan generator: :func:`bounded_disorder` or :func:`block_sorted` by ``kind``."""
+    """The plan generator: :func:`bounded_disorder` or :func:`block_sorted` by ``kind``.
+
+    >>> sorted(disorder(spark, 6, "block_sorted", block=0.5).collect()) == sorted(block_sorted(spark, 6, 0.5).collect())
+    True
+    >>> disorder(spark, 6, "sorted")
+    Traceback (most recent call last):
+    ValueError: disorder kind must be one of bounded, block_sorted, got 'sorted'
+    """
     if kind == "bounded":
         return bounded_disorder(spark, rows, max_delay, late_fraction, segments, seed, rate)
     if kind == "block_sorted":
@@ -84,7 +112,23 @@ def source_punctuations(stream: DataFrame, kind: str) -> DataFrame:
     """The punctuations ``(row_num, ts)`` the source of ``stream`` supplies (wildcard on keys).
 
     bounded: after tuple ``r - 1``, ``ts`` = the least ``ts`` of the tuples ``>= r`` (exact);
-    block_sorted: after the last tuple of each block, ``ts`` = the block's end (its arrival)."""
+    block_sorted: after the last tuple of each block, ``ts`` = the block's end (its arrival).
+
+    The streams of :func:`bounded_disorder`'s and :func:`block_sorted`'s examples; no tuple after a
+    punctuation has a smaller ``ts`` than it:
+
+    >>> stream = bounded_disorder(spark, 10, max_delay=2.0, late_fraction=0.3, segments=3)
+    >>> marks, clock = source_punctuations(stream, "bounded"), F.date_format("ts", "ss.SSS").alias("ts")
+    >>> sorted(tuple(r) for r in marks.select("row_num", clock).collect())  # doctest: +NORMALIZE_WHITESPACE
+    [(-1, '00.001'), (0, '00.195'), (1, '00.299'), (2, '00.358'), (3, '00.407'), (4, '00.407'), (5, '00.407'),
+     (6, '00.407'), (7, '00.511'), (8, '00.970')]
+    >>> bounds = marks.toDF("after", "bound")
+    >>> stream.join(bounds, F.col("row_num") > F.col("after")).where(F.col("ts") < F.col("bound")).count()
+    0
+    >>> blocks = source_punctuations(block_sorted(spark, 10, block=0.5, segments=3), "block_sorted")
+    >>> sorted(tuple(r) for r in blocks.select("row_num", clock).collect())
+    [(4, '00.500'), (9, '01.000')]
+    """
     if kind == "bounded":
         low = running(stream.select("row_num", "ts"), "ts", ["row_num"], F.floor(F.col("row_num") / ROW_CHUNK),
                       "_low", agg="min", reverse=True)

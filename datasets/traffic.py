@@ -52,6 +52,16 @@ def traffic(
     ``ts`` (timestamp, ``start + (row_num + jitter) / rate`` with jitter in [0, 1), so
     non-decreasing) and ``arrival_ts`` (timestamp, ``ts`` plus a small positive delay,
     also non-decreasing). ``partitions`` only sets the parallelism, never the values.
+
+    Four readings of three segments, both clocks non-decreasing in ``row_num`` (session time zone UTC):
+
+    >>> clock = lambda c: F.date_format(c, "HH:mm:ss.SSS").alias(c)
+    >>> rows = traffic(spark, 4, segments=3).select("row_num", "seg_id", "speed", clock("ts"), clock("arrival_ts"))
+    >>> sorted(tuple(r) for r in rows.collect())  # doctest: +NORMALIZE_WHITESPACE
+    [(0, 's02', 45.1, '00:00:00.001', '00:00:00.200'), (1, 's01', 61.2, '00:00:00.195', '00:00:00.292'),
+     (2, 's01', 57.6, '00:00:00.299', '00:00:00.375'), (3, 's00', 62.2, '00:00:00.358', '00:00:00.472')]
+    >>> sorted(traffic(spark, 4, segments=3, partitions=3).collect()) == sorted(traffic(spark, 4, segments=3).collect())
+    True
     """
     if rows < 0 or segments < 1 or rate <= 0:
         raise ValueError("traffic() needs rows >= 0, segments >= 1 and rate > 0")

@@ -23,7 +23,22 @@ class Live:
     ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
     always 0: live mode has no allowed lateness). All three are views of one streaming plan:
     start ``frame`` (:func:`wid.stream.live_run.start`: its stateful step gets one partition
-    per bucket of ``buckets``) to run it once."""
+    per bucket of ``buckets``) to run it once.
+
+    A live query over the view ``readings`` of :func:`wid.query`'s example in one file, not started:
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from wid.stream import live_run
+    >>> text = "SELECT k, sum(v) AS total FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k"
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     stream = live_run.source(spark, live_run.split_into_files(spark.table("readings"), d, 1))
+    ...     job = wid.live(spark, text, stream)
+    ...     print(job.frame.isStreaming, job.buckets, job.results.columns)
+    ...     print(job.late.columns)
+    True 2 ['wid', 'window_start', 'window_end', 'k', 'total', 'emit_row', 'revision']
+    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid']
+    """
 
     frame: DataFrame
     results: DataFrame
