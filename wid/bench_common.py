@@ -18,7 +18,14 @@ VIEW = "traffic"
 @contextmanager
 def cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[DataFrame]:
     """``traffic(spark, rows, segments)``, cached, counted and registered as the view ``traffic``
-    while the block runs."""
+    while the block runs.
+
+    >>> with cached(spark, 5, segments=3) as data:
+    ...     print(data.is_cached, spark.table("traffic").count())
+    True 5
+    >>> data.is_cached, spark.catalog.tableExists("traffic")
+    (False, False)
+    """
     data = traffic(spark, rows, segments).cache()
     data.count()
     data.createOrReplaceTempView(VIEW)
@@ -26,6 +33,7 @@ def cached(spark: SparkSession, rows: int, segments: int = 50) -> Iterator[DataF
         yield data
     finally:
         data.unpersist()
+        spark.catalog.dropTempView(VIEW)
 
 
 def progress_lines() -> Callable[[str], None]:
