@@ -51,7 +51,8 @@ def streams(draw, least: int = 0) -> list[dict]:
     punctuation row in ten."""
     n = draw(st.integers(least, 40))
     keys = draw(st.sampled_from([["a", "b", None], [1.5, -2.0, None]]))
-    rows, row_num, t = [], 0, draw(st.sampled_from([0.0, 1.5, 1000.25]))
+    rows, t = [], draw(st.sampled_from([0.0, 1.5, 1000.25]))
+    row_num = draw(st.sampled_from([0, 2**62 + 1]))  # far from 0 too (a nanosecond clock: past 2**53)
     for _ in range(n):
         row_num += draw(st.integers(1, 3))
         t += draw(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))

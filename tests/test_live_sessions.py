@@ -165,11 +165,13 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, cuts, gaps, pace, st.booleans(), st.randoms(use_true_random=False))
-def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, doubles, rnd):
+@given(stream, cuts, gaps, pace, st.booleans(), st.randoms(use_true_random=False),
+       st.sampled_from([0, 2**62 + 1]))  # row_nums far from 0 too (a nanosecond clock: past 2**53)
+def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, doubles, rnd, base):
     if doubles:  # double keys: a NULL one is NaN in a batch's frame, None once read back from state
         draws = [(d[0], DOUBLE_KEYS[d[1]], *d[2:]) for d in draws]
-    rows = sorted(rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share its tuple's row_num
+    rows = sorted(base + r for r in rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share
+    # its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
     xs = [round(i * step - 3.7 - d[2], 6) for i, d in enumerate(draws)]  # negative values too
     events = sorted(({"kind": 0, "row_num": r, "k": d[1], "x": x, "v": d[3]} if d[0] == "t" else
