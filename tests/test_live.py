@@ -54,19 +54,23 @@ ROWS_QUERIES = {
 WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
 
 
-def rows(seed: int = 7, n: int = 90) -> list[tuple]:
+#: A nanosecond arrival clock as ``row_num`` (past 2**53: no double holds it).
+CLOCK = 1_764_000_000_000_000_001
+
+
+def rows(seed: int = 7, n: int = 90, clock: int = 0) -> list[tuple]:
     """``(row_num, k, x, v, d, arrival, is_punctuation)``: tuples ``x`` up to 5 behind arrival
-    (30 %), row_num with gaps, ``d`` a decimal of 14 digits (its avg has more digits than a
-    double holds); every 9th element also a punctuation (a key or the wildcard, bound 1
-    behind arrival: some tuples come after it)."""
+    (30 %), row_num with gaps from ``clock``, ``d`` a decimal of 14 digits (its avg has more
+    digits than a double holds); every 9th element also a punctuation (a key or the wildcard,
+    bound 1 behind arrival: some tuples come after it)."""
     rnd = random.Random(seed)
     out = []
     for i in range(n):
         x = i - (rnd.uniform(0, 5) if rnd.random() < 0.3 else 0.0)
         d = Decimal(rnd.randint(-10 ** 14, 10 ** 14)).scaleb(-6)
-        out.append((2 * i, rnd.choice("abc"), x, rnd.randint(0, 9), d, float(i), False))
+        out.append((clock + 2 * i, rnd.choice("abc"), x, rnd.randint(0, 9), d, float(i), False))
         if i % 9 == 8:
-            out.append((2 * i, rnd.choice(["a", "b", None]), i - 1.0, None, None, None, True))
+            out.append((clock + 2 * i, rnd.choice(["a", "b", None]), i - 1.0, None, None, None, True))
     return out
 
 
@@ -85,8 +89,9 @@ def generators(spark: SparkSession, punctuations: DataFrame) -> dict:
 
 @pytest.fixture(scope="module")
 def stream(spark, tmp_path_factory) -> tuple[Path, DataFrame]:
-    """The files (3 parts + the end marker) and the static tuples registered as the replayed view."""
-    everything = spark.createDataFrame(rows(), COLUMNS)
+    """The files (3 parts + the end marker) and the static tuples registered as the replayed view;
+    ``row_num`` a nanosecond clock."""
+    everything = spark.createDataFrame(rows(clock=CLOCK), COLUMNS)
     directory = live_run.split_into_files(everything, tmp_path_factory.mktemp("live") / "in", 3)
     everything.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW)
     return directory, everything
@@ -298,8 +303,9 @@ def test_live_slide_by_tuple_windows_equal_replay(spark, tmp_path):
     three micro-batches: results, ``emit_row`` and late rows are replay's, for slack (consistent,
     with WHERE: dropped tuples still define windows and punctuate) and source punctuations on a
     key or every key (windows defined after a wildcard bound passed them are lost); by rank is
-    refused (its windows change with every tuple until the stream ends)."""
-    frame = spark.createDataFrame(rows(seed=3, n=60), COLUMNS)
+    refused (its windows change with every tuple until the stream ends). ``row_num`` a nanosecond
+    clock, past 2**53: late rows and ``emit_row`` exact."""
+    frame = spark.createDataFrame(rows(seed=3, n=60, clock=CLOCK), COLUMNS)
     frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW + "_fca")
     static = frame.where(F.col(FLAG)).select("row_num", "k", "x")
     tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3)))

@@ -168,5 +168,6 @@ class SlideProcessor(PaneProcessor):
         tuple_row = late[LATE].to_numpy("int64")
         when = np.maximum(tuple_row, first.reindex(late[WID]).to_numpy("int64"))
         keep = when > self.since if self.since is not None else np.ones(len(late), dtype=bool)
-        pairs = pd.DataFrame({"row_num": tuple_row[keep], WID: late[WID].to_numpy(object)[keep]})
-        return rows.astype({"row_num": "int64"}).merge(pairs, on="row_num")
+        pairs = pd.DataFrame({"row_num": pd.array(tuple_row[keep], dtype="Int64"),
+                              WID: late[WID].to_numpy(object)[keep]})
+        return rows.astype({"row_num": "Int64"}).merge(pairs, on="row_num")  # nullable: exact beside the results
