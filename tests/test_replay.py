@@ -220,6 +220,16 @@ def test_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
     assert got == want and rep.late.count() == 0
 
 
+def test_landmark_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
+    """``[RANGE UNBOUNDED SLIDE 3 ROWS]``: window w holds positions 0 .. 3w+2 and closes on the
+    arrival of position 3w+2 (row_num 2x); the last, open one at the end of the stream."""
+    rep = wid.replay(spark, "SELECT count(*) AS n FROM s [RANGE UNBOUNDED SLIDE 3 ROWS WATTR row_num]")
+    got = {r.wid: (r.n, r.emit_row) for r in rep.results.collect()}
+    want = {w: (min(3 * w + 3, len(rows)), 2 * (3 * w + 2) if 3 * w + 2 < len(rows) else None)
+            for w in range((len(rows) + 2) // 3)}
+    assert got == want and rep.late.count() == 0
+
+
 def test_a_null_partition_closes_on_arrival_like_any_other(spark):
     """PATTR k with k NULL: the NULL partition is a partition (as GROUP BY's NULL group), its ROWS
     windows close on the arrival of its own positions, never at the end of the stream."""

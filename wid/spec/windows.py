@@ -56,6 +56,17 @@ class ContextFree(WindowSpec):
         """Largest w whose extent end (w+1)s <= bound: a punctuation at ``bound`` closes all w up to it."""
         return floor_div(bound, self.slide) - 1
 
+    def implied(self, x: Expr) -> Expr:
+        """ROWS windows (sliding or landmark): the window the tuple at position ``x`` closes by
+        arriving (the next tuple of its partition is past it), as a punctuation at ``x + 1``:
+        ``floor((x+1)/s) - 1``.
+
+        >>> from wid.spec.clause import parse_window
+        >>> parse_window("RANGE UNBOUNDED SLIDE 3 ROWS WATTR row_num").implied(np.arange(7))
+        array([-1, -1,  0,  0,  0,  1,  1])
+        """
+        return self.closed(x + 1)
+
     @property
     def limit(self) -> Number:
         """Largest ``|x|``: ``|floor(x/s)| <= 2**61``, so ``wid_hi < 2**62``."""
@@ -180,11 +191,6 @@ class TupleSliding(Sliding):
     def live(self) -> bool:
         """Live mode counts positions in arrival (``row_num``) order as tuples come."""
         return self.wattr == "row_num"
-
-    def implied(self, x: Expr) -> Expr:
-        """The window the tuple at position ``x`` closes by arriving (the next tuple of its
-        partition is past it): ``floor((x+1)/s) - 1``."""
-        return floor_div(x + 1, self.slide) - 1
 
     def tag_positions(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(wid_lo, wid_hi, wid_closed)`` of tuples at 0-based positions ``x``: :meth:`wids`
