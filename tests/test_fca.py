@@ -23,7 +23,7 @@ from pyspark.sql.types import StructField, StructType
 import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
-from wid import bench_kinds
+from wid import bench_kinds, punctuate
 from wid.aggregate import fca
 from wid.aggregate.bins import Bins, at_windows
 from wid.aggregate.fca import chunk_rows_of
@@ -293,6 +293,25 @@ def test_bins_purge_at_a_long_bound_beyond_2_53_keeps_the_window_at_the_bound():
     bins.add(a, {})
     bins.purge(a[1])
     assert bins.at(a[1:])["n"].tolist() == [1]
+
+
+def test_long_keys_past_2_53_stay_apart_beside_a_null_key(spark):
+    """GROUP BY keys ``2**53`` and ``2**53 + 1`` (one double) with a NULL key in the chunk: two
+    keys in the query, and in replay a punctuation on ``2**53`` (beside a NULL wildcard) closes
+    that key's windows only. Window w (a value of the stream) holds a key's tuples with ``w - 2 < a <= w``."""
+    big = 2**53
+    spark.createDataFrame([(0, big, 0, 1.0), (1, big + 1, 0, 2.0), (2, None, 0, 4.0), (3, big + 1, 1, 8.0)],
+                          "row_num long, k long, a long, v double").createOrReplaceTempView("fca_long_keys")
+    text = ("SELECT k, count(*) AS n, sum(v) AS t FROM fca_long_keys [RANGE 2 RATTR a SLIDE 1 ROW SATTR row_num] "
+            "GROUP BY k")
+    want = {(big, 0): (1, 1.0), (big, 1): (1, 1.0), (big + 1, 0): (1, 2.0), (big + 1, 1): (2, 10.0),
+            (None, 0): (1, 4.0), (None, 1): (1, 4.0)}
+    assert {(r.k, r.wid): (r.n, r.t) for r in wid.query(spark, text).collect()} == want
+    bounds = spark.createDataFrame([(1, big, 5), (1, None, -10)], "row_num long, k long, a long")
+    rep = wid.replay(spark, text, punctuate.embedded(bounds))
+    emitted = {(r.k, r.wid): (r.n, r.t, r.emit_row) for r in rep.results.collect()}
+    closed = {(big, 0): 1, (big, 1): 3}  # window 1's defining tuple (row 3) comes after the punctuation
+    assert emitted == {w: (*v, closed.get(w)) for w, v in want.items()} and rep.late.count() == 0
 
 
 def test_chunks_hold_every_tuple_near_the_long_limit(spark):

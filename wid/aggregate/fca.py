@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
@@ -213,6 +214,11 @@ def _bins_type(a: Aggregate, numeric: dict[str, np.dtype]) -> DataType:
     return DoubleType()
 
 
+#: Arrow's integers as pandas' nullable ones: beside a NULL, longs stay exact (not doubles).
+NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+            pa.int64(): pd.Int64Dtype()}
+
+
 def arrow_schema(schema: StructType) -> pa.Schema:
     """``schema`` as Arrow's, timestamps in UTC (as the Arrow batches Spark hands Python).
 
@@ -231,10 +237,12 @@ def by_key(table: pa.Table, keys: list[str]) -> list[np.ndarray]:
     >>> k = pa.array([float("nan"), None, 1.5, None], pa.float64())
     >>> [rows.tolist() for rows in by_key(pa.table({"k": k}), ["k"])]
     [[0], [1, 3], [2]]
+    >>> [rows.tolist() for rows in by_key(pa.table({"k": [2**53, 2**53 + 1, None]}), ["k"])]
+    [[0], [1], [2]]
     """
     if not keys:
         return [np.arange(table.num_rows)]
-    frame = table.select(keys).to_pandas()
+    frame = table.select(keys).to_pandas(types_mapper=NULLABLE.get)  # long keys past 2**53 apart beside a NULL
     nans = {f"_wid_nan_{i}": pc.is_nan(table.column(k)).to_pandas() for i, k in enumerate(keys)
             if pa.types.is_floating(table.column(k).type)}
     frame = frame.assign(**nans)

@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from wid.aggregate.bins import Bins, Finish, add, columns, ends, finals, lowest, output, partials
-from wid.aggregate.fca import by_key, contributing_rows, windows_of
+from wid.aggregate.fca import NULLABLE, by_key, contributing_rows, windows_of
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X
 from wid.spec.numbers import Number
@@ -53,7 +53,8 @@ def scanner(r: Number, keys: list[str], aggregates: list[Aggregate], numeric: di
 
     def split(table: pa.Table) -> pa.Table:
         kind = table.column(KIND).to_numpy(zero_copy_only=False)
-        marks = table.filter(pa.array(kind == 1)).select([*pattern, "row_num", WID_CLOSED]).to_pandas()
+        marks = table.filter(pa.array(kind == 1)).select([*pattern, "row_num", WID_CLOSED]).to_pandas(
+            types_mapper=NULLABLE.get)  # long keys past 2**53 exact beside the wildcards' NULLs
         return scan(table.filter(pa.array(kind == 0)), marks)
 
     return split
@@ -102,7 +103,8 @@ def elements_scanner(r: Number, keys: list[str], aggregates: list[Aggregate], nu
             match = np.ones(len(marks), dtype=bool)
             for c in pattern:
                 value, unbound = part.column(c)[0].as_py(), marks[c].isna()
-                match &= ((unbound if value is None else marks[c] == value) | (unbound & wildcards)).to_numpy()
+                equal = unbound if value is None else (marks[c] == value).fillna(False)
+                match &= (equal | (unbound & wildcards)).to_numpy(bool)
             scan_key = _KeyScan(part, windows, defined, marks["row_num"].to_numpy()[match],
                                 marks[WID_CLOSED].to_numpy()[match], wildcard[match], r, consistent, lag)
             pieces.extend(scan_key.emitted(kinds, numeric, keys, aggregates, schema, finish, since))

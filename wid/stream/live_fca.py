@@ -31,7 +31,7 @@ from pyspark.sql import Column
 from pyspark.sql.types import BooleanType, DataType, LongType, StructField, StructType
 
 from wid.aggregate.bins import spark_partials
-from wid.aggregate.fca import DEFINES, arrow_schema, numeric_types
+from wid.aggregate.fca import DEFINES, NULLABLE, arrow_schema, numeric_types
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
 from wid.bucket.fca import units
 from wid.errors import WidError
@@ -40,7 +40,6 @@ from wid.stream.fca_scan import LATE, elements_scanner
 from wid.stream.live_arrival import aligned, stack
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.live_windows import Layout
-from wid.stream.state_rows import NULLABLE
 
 
 @dataclass(frozen=True)
@@ -159,7 +158,7 @@ class SlideProcessor(PaneProcessor):
                                          DEFINES: rows[DEFINES].astype(bool)})
         scan = elements_scanner(step.r, list(lay.keys), list(lay.aggregates), step.numeric, lay.bounds.pattern,
                                 lay.bounds.wildcard, lay.consistent, 0, self.scan_schema, spark_partials, self.since)
-        plain = pa.Table.from_pandas(marks, preserve_index=False).to_pandas()  # NULLs as NaN/None, as replay's
+        plain = pa.Table.from_pandas(marks, preserve_index=False).to_pandas(types_mapper=NULLABLE.get)  # as replay's
         return scan(pa.Table.from_pandas(tuples, preserve_index=False), plain)
 
     def _late(self, rows: pd.DataFrame, late: pd.DataFrame) -> pd.DataFrame:

@@ -36,6 +36,7 @@ import pandas as pd
 from pyspark.sql.streaming.stateful_processor import TimerValues
 from pyspark.sql.types import LongType, NumericType, StructField, StructType
 
+from wid.aggregate.fca import NULLABLE
 from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.errors import WidError
 from wid.stream.live_arrival import COUNT, arrival_order, check_order, on_all_keys, positions, stack
@@ -43,7 +44,7 @@ from wid.stream.live_input import END, KIND, MARK, PUNCTUATION, TUPLE, unpack
 from wid.stream.live_processor import VALUE, Variables
 from wid.stream.live_windows import NONE, OPEN, Layout, advance
 from wid.stream.panes import HI, LO
-from wid.stream.state_rows import INTEGRAL, NULLABLE, Frames
+from wid.stream.state_rows import INTEGRAL, Frames
 
 #: ROWS and landmark windows: the tuple passes WHERE (every tuple takes a position, and the
 #: stream's largest ``wid_lo`` is over every tuple, as replay's Bucket reads it before WHERE).

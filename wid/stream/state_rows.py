@@ -11,9 +11,9 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
+from wid.aggregate.fca import NULLABLE, arrow_schema
 from wid.bucket.positions import plain
 from wid.errors import WidError
 
@@ -21,9 +21,6 @@ from wid.errors import WidError
 SESSIONS = "_wid_sessions"
 #: Spark's integral type names: held as pandas' nullable integers.
 INTEGRAL = ("long", "integer", "short", "byte")
-#: Arrow's integers as pandas' nullable ones: a NULL (a mark's payload) keeps longs exact.
-NULLABLE = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-            pa.int64(): pd.Int64Dtype()}
 
 
 def records(frame: pd.DataFrame, schema: StructType) -> list[tuple]:
@@ -65,7 +62,7 @@ def history(sessions: StructType) -> pa.Schema:
     ...                     StructField("start", DecimalType(12, 3)), StructField("last", DecimalType(12, 3))])).types
     [DataType(string), DataType(int64), Decimal128Type(decimal128(12, 3)), Decimal128Type(decimal128(12, 3))]
     """
-    return to_arrow_schema(sessions, timezone="UTC")
+    return arrow_schema(sessions)
 
 
 def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
