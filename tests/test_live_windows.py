@@ -49,15 +49,16 @@ def layout(consistent: bool) -> Layout:
                   shift=0, consistent=consistent, pane_schema=PANES, closed_schema=BOUNDS, output=PANES)
 
 
-def elements(draws: list[tuple], rows: list[int]) -> list[dict]:
-    """The drawn elements with row_nums (a punctuation may share one with the tuple before it)."""
+def elements(draws: list[tuple], rows: list[int], ids: int = 0) -> list[dict]:
+    """The drawn elements with row_nums (a punctuation may share one with the tuple before it),
+    window-ids from ``ids`` on."""
     out = []
     for draw, row in zip(draws, rows):
         if draw[0] == "t":
             _, k, lo, width, v = draw
-            out.append({"kind": 0, "row_num": row, "k": k, "wid_lo": lo, "wid_hi": lo + width, "v": v})
+            out.append({"kind": 0, "row_num": row, "k": k, "wid_lo": ids + lo, "wid_hi": ids + lo + width, "v": v})
         else:
-            out.append({"kind": 2, "row_num": row, "k": draw[1], "wid_closed": draw[2]})
+            out.append({"kind": 2, "row_num": row, "k": draw[1], "wid_closed": ids + draw[2]})
     return sorted(out, key=lambda e: (e["row_num"], e["kind"]))
 
 
@@ -121,13 +122,15 @@ def run_live(events: list[dict], cuts: list[float], consistent: bool) -> tuple[d
 
 
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
-@given(stream, cuts, st.booleans(), st.randoms(use_true_random=False), st.sampled_from([0, -2**40, 2**62 + 1]))
-def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd, base):
-    """``base``: row_nums far from 0, as a nanosecond arrival clock gives (past 2**53 no double holds them)."""
+@given(stream, cuts, st.booleans(), st.randoms(use_true_random=False), st.sampled_from([0, -2**40, 2**62 + 1]),
+       st.sampled_from([0, 2**53 + 1, 2**61]))
+def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd, base, ids):
+    """``base``: row_nums far from 0, as a nanosecond arrival clock gives; ``ids``: window-ids far
+    from 0 (slide 1 on longs); past 2**53 no double holds them."""
     rows = sorted(base + r for r in rnd.sample(range(0, 400), len(draws)))  # gaps; a punctuation may share
     # its tuple's row_num
     rows = [rows[i - 1] if d[0] == "p" and i and rnd.random() < 0.3 else r for i, (d, r) in enumerate(zip(draws, rows))]
-    events = elements(draws, rows)
+    events = elements(draws, rows, ids)
     expected, expected_late = simulate(events, consistent)
     got, late = run_live(events, cuts, consistent)
     assert got.keys() == expected.keys()
@@ -135,6 +138,14 @@ def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, con
         assert got[window][0] == n and got[window][2] == emit_row, window
         assert got[window][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), window
     assert sorted(late) == sorted(expected_late)
+
+
+def test_a_bound_past_2_53_closes_its_window_and_not_the_next():
+    """Key ``a`` bound at ``2**53 + 3`` (a double rounds it up to ``2**53 + 4``) beside key ``b``
+    without a bound: window ``2**53 + 4`` stays open for the tuple of the next batch."""
+    draws = [("t", "a", 2, 3, 1.0), ("t", "b", 2, 3, 1.0), ("p", "a", 2), ("t", "a", 3, 0, 2.0)]
+    events = elements(draws, [0, 1, 2, 3], ids=2**53 + 1)
+    assert run_live(events, [0.75], consistent=False) == simulate(events, consistent=False)
 
 
 # --- step 2: marks on all keys (slack, heartbeat) become punctuations --------------------------

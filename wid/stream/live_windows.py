@@ -147,7 +147,8 @@ def _lookup(frame: pd.DataFrame, table: pd.DataFrame, shape: tuple[str, ...]) ->
         return np.full(len(frame), NONE)
     if not shape:
         return np.full(len(frame), int(table[CLOSED].max()))
-    return matched(frame, table, list(shape), CLOSED).fillna(NONE).astype("int64").to_numpy()
+    exact = table.astype({CLOSED: "Int64"})  # beside a key without a bound: no double (ids past 2**53)
+    return matched(frame, exact, list(shape), CLOSED).fillna(NONE).astype("int64").to_numpy()
 
 
 @dataclass(frozen=True)
