@@ -88,10 +88,10 @@ def scaled(value: Number, factor: int) -> Number:
 def exact(value: Number) -> Fraction:
     """``value`` as an exact fraction; a float as written (its shortest repr: ``0.1`` -> 1/10).
 
-    >>> exact(0.1), exact(Decimal("-2.5"))
-    (Fraction(1, 10), Fraction(-5, 2))
+    >>> exact(0.1), exact(Decimal("-2.5")), exact(np.float64(0.1))
+    (Fraction(1, 10), Fraction(-5, 2), Fraction(1, 10))
     """
-    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    return Fraction(repr(float(value))) if isinstance(value, float) else Fraction(value)  # numpy's too
 
 
 def as_number(value: object, name: str) -> Number:
