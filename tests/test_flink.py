@@ -219,6 +219,10 @@ def test_plan_section(spark):
     (lambda: TimeTrigger(1, delay=float("nan")), "delay must be a finite number"),
     (lambda: DeltaTrigger(float("nan"), "v"), "threshold must be a finite number"),
     (lambda: DeltaEviction(float("inf"), "v"), "threshold must be a finite number"),
+    (lambda: TimeTrigger(1, start=float("nan")), "start must be a finite number"),
+    (lambda: CountTrigger(2, start=True), "start must be a whole number"),
+    (lambda: Discretization([CountTrigger(2)], "k"), "eviction policies are CountEviction"),
+    (lambda: Discretization([CountEviction(2)]), "trigger policies are CountTrigger"),
 ])
 def test_bad_policies(make, message):
     with pytest.raises(WidError, match=message):

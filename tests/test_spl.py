@@ -15,7 +15,7 @@ import wid
 from wid.errors import WidError
 from wid.bucket.spl import compiled, operational_bucket, path
 from wid.bucket.positions import beyond
-from wid.spec.spl import PartitionAge, PartitionCount, TupleCount
+from wid.spec.spl import Count, PartitionAge, PartitionCount, Sliding, Tumbling, TupleCount
 from wid.spec.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
@@ -224,10 +224,17 @@ def test_malformed_clauses(clause, message):
       for v in (True, float("nan"), float("inf"), -1)],
     (TupleCount, 2.5, r"tupleCount\(t\) needs a positive whole number, got 2.5"),
     (PartitionCount, True, r"partitionCount\(c\) needs a positive whole number, got True"),
+    (lambda v: Tumbling(eviction=Count(2), incomplete=v), "no", r"aggregateIncompleteWindows must be true or false"),
+    (lambda v: Sliding(v, eviction=Count(2)), Count(3), r"partition_by must be column names, got Count\(n=3\) "
+                                                        r"\(given positionally\?"),
 ])
-def test_partition_eviction_policies_name_their_bad_argument(policy, value, message):
+def test_policies_and_options_name_their_bad_argument(policy, value, message):
     with pytest.raises(WidError, match=message):
         policy(value)
+
+
+def test_partition_by_takes_one_column_name_or_a_list():
+    assert Sliding("k", eviction=Count(2)).partition_by == Sliding(["k"], eviction=Count(2)).partition_by == ("k",)
 
 
 def test_bad_streams_are_reported(spark):

@@ -92,7 +92,7 @@ class CountTrigger:
 
     def __post_init__(self) -> None:
         positive("CountTrigger every", self.every, whole=True)
-        if not isinstance(self.start, int) or self.start >= self.every:
+        if isinstance(self.start, bool) or not isinstance(self.start, int) or self.start >= self.every:
             raise WidError(f"CountTrigger start must be a whole number below every={self.every}, got {self.start!r}")
 
 
@@ -122,6 +122,9 @@ class TimeTrigger:
         if (isinstance(self.delay, bool) or not isinstance(self.delay, (int, float)) or not math.isfinite(self.delay)
                 or self.delay < 0):
             raise WidError(f"TimeTrigger delay must be a finite number >= 0, got {self.delay!r}")
+        if self.start is not None and (isinstance(self.start, bool) or not isinstance(self.start, (int, float))
+                                       or not math.isfinite(self.start)):
+            raise WidError(f"TimeTrigger start must be a finite number (or None: the first item's), got {self.start!r}")
         if not isinstance(self.active, bool):
             raise WidError(f"TimeTrigger active must be true or false, got {self.active!r}")
 
@@ -246,6 +249,11 @@ class Discretization(Operational):
                            else tuple(self.per_group))  # one column may be given as a string
         if not self.triggers:
             raise WidError("a discretization needs at least one trigger policy")
+        for role, policies, kinds in (("trigger", self.triggers, _TRIGGERS), ("eviction", self.evictions, _EVICTIONS)):
+            for policy in policies:
+                if not isinstance(policy, tuple(kinds.values())):
+                    raise WidError(f"{role} policies are {', '.join(c.__name__ for c in kinds.values())}, "
+                                   f"got {policy!r}")
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""

@@ -222,9 +222,13 @@ class SplWindow(Operational):
         """Each field of its kind (given positionally, the policies would land in ``partition_by``
         and ``partition_eviction``, the fields every SPL window has first), and a partition
         eviction only on a partitioned window."""
-        if not isinstance(self.partition_by, tuple) or not all(isinstance(c, str) for c in self.partition_by):
-            raise WidError(f"partition_by must be a tuple of column names, got {self.partition_by!r} (give the "
-                           "policies by name, e.g. Sliding(eviction=Count(4), trigger=Count(1)))")
+        given = self.partition_by
+        if isinstance(given, str) or (isinstance(given, (list, tuple)) and all(isinstance(c, str) for c in given)):
+            object.__setattr__(self, "partition_by", (given,) if isinstance(given, str) else tuple(given))
+        else:
+            hint = " (given positionally? name the policies: eviction=..., trigger=...)" if isinstance(
+                given, Policy) else ""
+            raise WidError(f"partition_by must be column names, got {given!r}{hint}")
         if self.partition_eviction is not None and not isinstance(self.partition_eviction, PartitionEviction):
             raise WidError(f"partition_eviction must be partitionAge, partitionCount or tupleCount, got "
                            f"{self.partition_eviction!r}")
@@ -254,6 +258,8 @@ class Tumbling(SplWindow):
 
     def __post_init__(self) -> None:
         self._check_partitioning()
+        if not isinstance(self.incomplete, bool):
+            raise WidError(f"aggregateIncompleteWindows must be true or false, got {self.incomplete!r}")
 
     @property
     def policies(self) -> tuple[Policy, ...]:
@@ -283,7 +289,7 @@ class Sliding(SplWindow):
     wid.errors.WidError: aggregatePartialWindows(false) needs a count(n) eviction policy (full = n tuples)
     >>> Sliding(Count(4), Count(1))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    wid.errors.WidError: partition_by must be a tuple of column names, got Count(n=4) (give the policies by name, ...
+    wid.errors.WidError: partition_by must be column names, got Count(n=4) (given positionally? name the policies: ...
     """
 
     eviction: Policy = Count(1)
@@ -293,6 +299,8 @@ class Sliding(SplWindow):
 
     def __post_init__(self) -> None:
         self._check_partitioning()
+        if not isinstance(self.partial, bool):
+            raise WidError(f"aggregatePartialWindows must be true or false, got {self.partial!r}")
         if isinstance(self.eviction, Punct) or isinstance(self.trigger, Punct):
             raise WidError("punct() is a tumbling policy; a sliding window has no punctuation policy")
         if not self.partial and not isinstance(self.eviction, Count):
