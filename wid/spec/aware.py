@@ -177,8 +177,9 @@ class Session(WindowSpec):
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)
         if self.gap > LIMIT // 2:  # as RANGE and SLIDE: last + g fits a long for |last| <= 2**62
-            raise WidError(f"SESSION gap {Decimal(self.gap):.6G} exceeds 2**61 in the attribute's units: session "
-                           "ends would overflow a long")
+            shown = str(self.gap) if len(str(self.gap)) <= 24 else f"{Decimal(self.gap).normalize():E}"  # exact
+            raise WidError(f"SESSION gap {shown} exceeds 2**61 in the attribute's units: session ends would "
+                           "overflow a long")
 
     @property
     def partition(self) -> tuple[str, ...]:
