@@ -173,10 +173,10 @@ def progress_line(progress: dict) -> str:
     >>> progress_line({"batchId": 0, "numInputRows": 0})
     'batch 0: 0 rows in, 0 rows/s'
     """
-    states = "".join(f"{'; ' if i == 0 else ', '}{s.get('numRowsTotal', 0)} state rows"
-                     for i, s in enumerate(progress.get("stateOperators", [])))
-    return (f"batch {progress.get('batchId')}: {progress.get('numInputRows') or 0} rows in, "
-            f"{progress.get('processedRowsPerSecond') or 0.0:.0f} rows/s{states}")
+    states = [f"{s.get('numRowsTotal', 0)} state rows" for s in progress.get("stateOperators", [])]
+    line = (f"batch {progress.get('batchId')}: {progress.get('numInputRows') or 0} rows in, "
+            f"{progress.get('processedRowsPerSecond') or 0.0:.0f} rows/s")
+    return line + "; " + ", ".join(states) if states else line
 
 
 def run(query: StreamingQuery, stop_after: int | None = None) -> list[dict]:
