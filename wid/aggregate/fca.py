@@ -33,7 +33,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from wid.aggregate.bins import at_windows, columns, output, partials
+from wid.aggregate.bin_columns import columns, output, partials
+from wid.aggregate.bins import at_windows
 from wid.aggregate.joined import joined_aggregate
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from wid.aggregate.bins import Bins, Finish, add, columns, ends, finals, lowest, output, partials
+from wid.aggregate.bin_columns import Finish, columns, finals, output, partials
+from wid.aggregate.bins import Bins, add, ends, lowest
 from wid.aggregate.fca import NULLABLE, by_key, contributing_rows, windows_of
 from wid.aggregate.range import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X

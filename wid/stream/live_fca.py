@@ -15,7 +15,7 @@ stream so far, and the step emits the rows this micro-batch produced:
 - a late (tuple, window) pair whose tuple, or the window's first defining tuple, arrived in it
   (whichever came later: the pair exists from then on).
 
-Windows come with their partials (:func:`wid.aggregate.bins.spark_partials`), which Spark
+Windows come with their partials (:func:`wid.aggregate.bin_columns.spark_partials`), which Spark
 finishes as for every live kind. State and the work per micro-batch grow with the stream.
 """
 
@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql.types import BooleanType, DataType, LongType, StructField, StructType
 
-from wid.aggregate.bins import spark_partials
+from wid.aggregate.bin_columns import spark_partials
 from wid.aggregate.fca import DEFINES, NULLABLE, arrow_schema, numeric_types
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
 from wid.bucket.fca import units
