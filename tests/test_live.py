@@ -601,6 +601,18 @@ def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_pa
     assert capsys.readouterr().out.startswith(f"{expected.count()} results and ")
 
 
+@pytest.mark.parametrize("files", ["0", "true", "2.5"])
+def test_wid_live_refuses_a_plan_whose_files_are_no_positive_whole_number(spark, capsys, tmp_path, files):
+    """``files = true`` is no count (TOML's true is no 1): exit 2, one line naming the plan, nothing written."""
+    text = (ROOT / "plans" / "live_traffic.toml").read_text()
+    text = text.replace("files = 4", f"files = {files}").replace('"../datasets/', f'"{ROOT / "datasets"}/')
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    assert main(["live", str(path), "--dir", str(tmp_path / "work")], spark=spark) == 2
+    assert f"[live] files must be a positive whole number, got {files.replace('true', 'True')}" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
+
+
 #: Run over Spark Connect too: slide-by-tuple windows under slack, an SPL window (no generator).
 REMOTE = {"slide_by_tuple": (f"SELECT k, count(*) AS n, sum(v) AS total, max(x) AS hi FROM {VIEW} "
                              "[RANGE 2.5 RATTR x SLIDE 1 ROW SATTR row_num] GROUP BY k", punctuate.slack(1)),

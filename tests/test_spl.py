@@ -204,11 +204,11 @@ def test_paths(spark):
     ("sliding, punct()", "punct() is a tumbling policy"),
     ("sliding, count(0)", "positive whole number"),
     ("sliding, count(2.5)", "whole number"),
-    ("tumbling, time(-1)", "p > 0"),
+    ("tumbling, time(-1)", "time(p) must be positive, got -1"),
     ("tumbling, sizeof(3)", "unknown policy"),
     ("tumbling, count(4), partitioned", "partitioned BY col"),
     ("tumbling, count(4), partitionAge(3)", "needs a partitioned window"),
-    ("tumbling, count(4) partitioned BY k, partitionCount(0)", "partitionCount(c) needs a positive whole number"),
+    ("tumbling, count(4) partitioned BY k, partitionCount(0)", "partitionCount(c) must be a positive whole number"),
     ("tumbling, count(4) partitioned BY k, tupleCount(2.5)", "tupleCount needs a whole number"),
     ("sliding, time(4), aggregatePartialWindows(false)", "count(n) eviction"),
     ("tumbling, count(2), aggregatePartialWindows(false)", "aggregateIncompleteWindows"),
@@ -222,8 +222,8 @@ def test_malformed_clauses(clause, message):
 @pytest.mark.parametrize("policy, value, message", [
     *[(PartitionAge, v, r"partitionAge\(s\) needs a finite number s >= 0")
       for v in (True, float("nan"), float("inf"), -1)],
-    (TupleCount, 2.5, r"tupleCount\(t\) needs a positive whole number, got 2.5"),
-    (PartitionCount, True, r"partitionCount\(c\) needs a positive whole number, got True"),
+    (TupleCount, 2.5, r"tupleCount\(t\) must be a positive whole number, got 2.5"),
+    (PartitionCount, True, r"partitionCount\(c\) must be a positive whole number, got True"),
     (lambda v: Tumbling(eviction=Count(2), incomplete=v), "no", r"aggregateIncompleteWindows must be true or false"),
     (lambda v: Sliding(v, eviction=Count(2)), Count(3), r"partition_by must be column names, got Count\(n=3\) "
                                                         r"\(given positionally\?"),

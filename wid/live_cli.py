@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from wid.errors import WidError
 from wid.experiment import punctuation_of
 from wid.plan import Plan
+from wid.spec.numbers import positive_whole
 from wid.spec.sqlexpr import columns
 from wid.stream import live_run
 from wid.stream.live import live
@@ -45,8 +45,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     settings = dict(plan.sections.get("live", {}))
     files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
     scheme = settings.pop("punctuation", "none")
-    if not isinstance(files, int) or files < 1:
-        raise WidError(f"plan {plan.path}: [live] files must be a positive whole number, got {files!r}")
+    positive_whole(f"plan {plan.path}: [live] files", files)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="wid-live-"))
     spark = session()
     data = plan.register(spark, args.rows)

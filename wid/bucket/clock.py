@@ -51,22 +51,26 @@ def clock(df: DataFrame, ts: str, named: Named = column) -> Expr:
     return checked(numeric_value(named(ts), dtype, ts)[0], dtype, ts)
 
 
-def check_clock(t: np.ndarray, previous: float, row_num: np.ndarray, ts: str) -> float:
+def check_clock(t: np.ndarray, previous: float | int, row_num: np.ndarray, ts: str) -> float | int:
     """Live mode's order check of the clock ``t`` of a micro-batch's rows (``row_num`` order),
     ``previous`` the clock of the row before them (NaN: none): a :class:`WidError`
     naming the first row whose clock is below the row before it, as the query checks a whole
-    stream (:func:`clock_steps`). Returns the last row's clock.
+    stream (:func:`clock_steps`). Returns the last row's clock. A long clock (microseconds of a
+    timestamp) is compared as longs, exact past 2**53.
 
     >>> check_clock(np.array([1.0, np.nan, 0.5]), 0.5, np.array([4, 5, 6]), "ts")
     0.5
+    >>> check_clock(np.array([2**53 + 1, 2**53]), 2**53, np.array([7, 8]), "ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: wid: ts decreases in row_num order at row_num=8
     """
-    t = t.astype("float64")
-    before = np.concatenate([[previous], t[:-1]])
+    if not len(t):
+        return previous
     with np.errstate(invalid="ignore"):
-        down = np.flatnonzero(before > t)
+        down = [0] if previous > t[0] else np.flatnonzero(t[:-1] > t[1:]) + 1
     if len(down):
         raise WidError(f"wid: {ts} decreases in row_num order at row_num={row_num[down[0]]}")
-    return float(t[-1]) if len(t) else previous
+    return t[-1].item()
 
 
 def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:

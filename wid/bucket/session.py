@@ -32,7 +32,7 @@ from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named,
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
 from wid.spec.aware import Session
-from wid.spec.numbers import LIMIT, exact
+from wid.spec.numbers import exact
 from wid.spec.sqlexpr import Expr, Sql, call, column, constant, over
 
 SESSION_START, SESSION_END = Session.extent_columns
@@ -50,7 +50,7 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
         if micros.denominator != 1:
             raise WidError(f"SESSION gap on timestamp {spec.wattr!r} must be a whole number of microseconds, "
                            f"got {spec.gap!r} s")
-        _fits(int(micros), "microseconds", spec)
+        spec.fits(micros=int(micros))
         kind = TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
 
         def x(c: Expr) -> Expr:
@@ -75,15 +75,6 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
         return (s > constant(g, s)) | ((s >= constant(g, s)) & (e >= constant(0, e)))
 
     return opens, lambda last: last.cast("double") + constant(g, last)
-
-
-def _fits(amount: int, unit: str, spec: Session) -> None:
-    """A :class:`WidError` unless a gap of ``amount`` (whole ``unit`` of a long clock, such as a
-    timestamp's microseconds) is at most ``2**61``: ``last + g`` then fits a long for ``|last| <=
-    2**62`` (as RANGE and SLIDE; :class:`wid.spec.aware.Session` bounds the gap in its own units)."""
-    if amount > LIMIT // 2:
-        raise WidError(f"SESSION gap {spec.gap} is {amount} {unit} of {spec.wattr!r}, beyond 2**61: session ends "
-                       "would overflow a long")
 
 
 def _steps(df: DataFrame, spec: Session, named: Named) -> list[Step]:

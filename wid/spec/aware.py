@@ -176,10 +176,21 @@ class Session(WindowSpec):
 
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)
-        if self.gap > LIMIT // 2:  # as RANGE and SLIDE: last + g fits a long for |last| <= 2**62
+        self.fits()
+
+    def fits(self, micros: int | None = None) -> None:
+        """A :class:`WidError` unless the gap is at most ``2**61`` in the units of the attribute's
+        long clock (``micros``: the gap in microseconds, on a timestamp attribute): as for RANGE and
+        SLIDE, ``last + g`` then fits a long for ``|last| <= 2**62``.
+
+        >>> Session(10**15, "ts").fits(micros=10**21)
+        Traceback (most recent call last):
+        wid.errors.WidError: SESSION gap 1000000000000000 exceeds 2**61 microseconds of 'ts': session ends would overflow a long
+        """
+        units = "in the attribute's units" if micros is None else f"microseconds of {self.wattr!r}"
+        if (self.gap if micros is None else micros) > LIMIT // 2:
             shown = str(self.gap) if len(str(self.gap)) <= 24 else f"{Decimal(self.gap).normalize():E}"  # exact
-            raise WidError(f"SESSION gap {shown} exceeds 2**61 in the attribute's units: session ends would "
-                           "overflow a long")
+            raise WidError(f"SESSION gap {shown} exceeds 2**61 {units}: session ends would overflow a long")
 
     @property
     def partition(self) -> tuple[str, ...]:

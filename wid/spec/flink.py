@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import positive
+from wid.spec.numbers import positive, positive_whole
 from wid.spec.operational import Operational
 
 Path = Literal["columns", "chain", "scan"]
@@ -91,7 +91,7 @@ class CountTrigger:
     start: int = 0
 
     def __post_init__(self) -> None:
-        positive("CountTrigger every", self.every, whole=True)
+        positive_whole("CountTrigger every", self.every)
         if isinstance(self.start, bool) or not isinstance(self.start, int) or self.start >= self.every:
             raise WidError(f"CountTrigger start must be a whole number below every={self.every}, got {self.start!r}")
 
@@ -166,8 +166,8 @@ class CountEviction:
     delete: int = 1
 
     def __post_init__(self) -> None:
-        positive("CountEviction max", self.max, whole=True)
-        positive("CountEviction delete", self.delete, whole=True)
+        positive_whole("CountEviction max", self.max)
+        positive_whole("CountEviction delete", self.delete)
         if self.delete > self.max:
             raise WidError(f"CountEviction deletes at most max={self.max} items at a time, got {self.delete}")
 

@@ -10,7 +10,8 @@ on longs and decimals, so no double ever stands between ``x`` and its window. A 
 attribute is first mapped exactly to the integer ``X = floor(x * T)`` (:func:`floor_scaled`,
 ``T = 10**k`` the clause numbers' decimal places): every window boundary is a multiple of
 ``1/T``, so ``x >= b  <=>  X >= b*T`` and the ids follow from ``X`` on longs. Operational
-policies (SPL, Flink) keep their own float numbers (:func:`number`, :func:`positive`, :func:`scaled`).
+policies (SPL, Flink) keep their own float numbers (:func:`number`, :func:`positive`,
+:func:`positive_whole`, :func:`scaled`).
 """
 
 from __future__ import annotations
@@ -54,22 +55,34 @@ def number(text: str, what: str, clause: str) -> Number:
     return int(text) if re.fullmatch(r"[-+]?\d+", text.strip()) else value
 
 
-def positive(name: str, value: Number, whole: bool = False) -> Number:
-    """``value``, or a :class:`WidError` unless it is a finite number > 0 (an int when ``whole``).
+def positive(name: str, value: Number) -> Number:
+    """``value``, or a :class:`WidError` unless it is a finite number > 0.
 
-    >>> positive("count", 4, whole=True)
-    4
-    >>> positive("time", -1)
+    >>> positive("time(p)", 2.5)
+    2.5
+    >>> positive("time(p)", -1)
     Traceback (most recent call last):
-    wid.errors.WidError: time must be positive, got -1
+    wid.errors.WidError: time(p) must be positive, got -1
     """
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise WidError(f"{name} must be a number, got {value!r}")
     finite = value.is_finite() if isinstance(value, Decimal) else isinstance(value, int) or math.isfinite(value)
     if not finite or value <= 0:  # (math.isfinite of an int past a double's range overflows)
         raise WidError(f"{name} must be positive, got {value!r}")
-    if whole and not isinstance(value, int):
-        raise WidError(f"{name} must be a whole number, got {value!r}")
+    return value
+
+
+def positive_whole(name: str, value: object) -> int:
+    """``value``, or a :class:`WidError` unless it is an int > 0 (a bool is no count).
+
+    >>> positive_whole("count(n)", 4)
+    4
+    >>> positive_whole("count(n)", 2.0)
+    Traceback (most recent call last):
+    wid.errors.WidError: count(n) must be a positive whole number, got 2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise WidError(f"{name} must be a positive whole number, got {value!r}")
     return value
 
 

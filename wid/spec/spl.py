@@ -35,6 +35,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
+from wid.spec.numbers import positive, positive_whole
 from wid.spec.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -44,11 +45,6 @@ PUNCT_MARKER = "punct"
 # --- policies --------------------------------------------------------------------------
 
 
-def _whole_positive(policy: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise WidError(f"{policy} needs a positive whole number, got {value!r}")
-
-
 @dataclass(frozen=True)
 class Count:
     """count(n). Tumbling: insert, then flush when |W| = n. Sliding eviction: when |W| = n,
@@ -56,13 +52,13 @@ class Count:
 
     >>> Count(2.0)
     Traceback (most recent call last):
-    wid.errors.WidError: count(n) needs a positive whole number, got 2.0
+    wid.errors.WidError: count(n) must be a positive whole number, got 2.0
     """
 
     n: int
 
     def __post_init__(self) -> None:
-        _whole_positive("count(n)", self.n)
+        positive_whole("count(n)", self.n)
 
 
 @dataclass(frozen=True)
@@ -96,16 +92,13 @@ class Time:
 
     >>> Time(float("inf"))
     Traceback (most recent call last):
-    wid.errors.WidError: time(p) needs p > 0, got inf
+    wid.errors.WidError: time(p) must be positive, got inf
     """
 
     period: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.period, bool) or not isinstance(self.period, (int, float)):
-            raise WidError(f"time(p) needs a number, got {self.period!r}")
-        if not math.isfinite(self.period) or self.period <= 0:
-            raise WidError(f"time(p) needs p > 0, got {self.period!r}")
+        positive("time(p)", self.period)
 
 
 @dataclass(frozen=True)
@@ -154,7 +147,7 @@ class PartitionCount:
     count: int
 
     def __post_init__(self) -> None:
-        _whole_positive("partitionCount(c)", self.count)
+        positive_whole("partitionCount(c)", self.count)
 
 
 @dataclass(frozen=True)
@@ -170,7 +163,7 @@ class TupleCount:
     count: int
 
     def __post_init__(self) -> None:
-        _whole_positive("tupleCount(t)", self.count)
+        positive_whole("tupleCount(t)", self.count)
 
 
 PartitionEviction = PartitionAge | PartitionCount | TupleCount

@@ -56,6 +56,7 @@ from wid.stream.live_session_state import SessionProcessor
 from wid.stream.live_state import KEPT, PaneProcessor
 from wid.stream.panes import partial_names
 from wid.stream.punctuation import Generator, Marks, checked, generator
+from wid.spec.numbers import positive_whole
 from wid.spec.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
@@ -96,8 +97,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     generator(punctuation)
-    if isinstance(buckets, bool) or not isinstance(buckets, int) or buckets < 1:
-        raise WidError(f"buckets must be a positive whole number, got {buckets!r}")
+    positive_whole("buckets", buckets)
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(column(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
     compiled = compiled_live(spark, query_text, tuples, window)

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.errors import WidError
+from wid.spec.numbers import positive_whole
 from wid.spec.sqlexpr import columns
 from wid.stream.live import END_COLUMN, Live
 
@@ -59,8 +60,7 @@ def split_into_files(table: DataFrame, directory: str | Path, parts: int, end: b
     wid.errors.WidError: parts must be a positive whole number, got 0
     >>> tmp.cleanup()
     """
-    if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1:
-        raise WidError(f"parts must be a positive whole number, got {parts!r}")
+    positive_whole("parts", parts)
     directory = Path(directory)
     if directory.exists() and any(directory.iterdir()):
         raise WidError(f"{directory} is not empty")
