@@ -112,7 +112,7 @@ def test_default_is_todays_output(spark):
 
 def test_bad_lateness(spark):
     stream(spark, 7)
-    with pytest.raises(WidError, match="non-negative"):
+    with pytest.raises(WidError, match="allowed_lateness must be a finite number >= 0, got -1"):
         wid.replay(spark, QUERY, allowed_lateness=-1)
     with pytest.raises(WidError, match="allowed_lateness applies"):
         wid.replay(spark, "SELECT count(*) AS n FROM s [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]", allowed_lateness=2)

@@ -220,7 +220,7 @@ def test_malformed_clauses(clause, message):
 
 
 @pytest.mark.parametrize("policy, value, message", [
-    *[(PartitionAge, v, r"partitionAge\(s\) needs a finite number s >= 0")
+    *[(PartitionAge, v, r"partitionAge\(s\) must be a finite number >= 0")
       for v in (True, float("nan"), float("inf"), -1)],
     (TupleCount, 2.5, r"tupleCount\(t\) must be a positive whole number, got 2.5"),
     (PartitionCount, True, r"partitionCount\(c\) must be a positive whole number, got True"),

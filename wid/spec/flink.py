@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import positive, positive_whole
+from wid.spec.numbers import non_negative, positive, positive_whole
 from wid.spec.operational import Operational
 
 Path = Literal["columns", "chain", "scan"]
@@ -64,9 +64,7 @@ class _Delta:
     def __post_init__(self) -> None:
         """``attrs`` as a tuple (one name may be given as a string) and a threshold >= 0."""
         object.__setattr__(self, "attrs", (self.attrs,) if isinstance(self.attrs, str) else tuple(self.attrs))
-        if (isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float))
-                or not math.isfinite(self.threshold) or self.threshold < 0):
-            raise WidError(f"delta threshold must be a finite number >= 0, got {self.threshold!r}")
+        non_negative("delta threshold", self.threshold)
 
     @property
     def ordered(self) -> bool:
@@ -119,9 +117,7 @@ class TimeTrigger:
 
     def __post_init__(self) -> None:
         positive("TimeTrigger granularity", self.granularity)
-        if (isinstance(self.delay, bool) or not isinstance(self.delay, (int, float)) or not math.isfinite(self.delay)
-                or self.delay < 0):
-            raise WidError(f"TimeTrigger delay must be a finite number >= 0, got {self.delay!r}")
+        non_negative("TimeTrigger delay", self.delay)
         if self.start is not None and (isinstance(self.start, bool) or not isinstance(self.start, (int, float))
                                        or not math.isfinite(self.start)):
             raise WidError(f"TimeTrigger start must be a finite number (or None: the first item's), got {self.start!r}")

@@ -11,7 +11,7 @@ attribute is first mapped exactly to the integer ``X = floor(x * T)`` (:func:`fl
 ``T = 10**k`` the clause numbers' decimal places): every window boundary is a multiple of
 ``1/T``, so ``x >= b  <=>  X >= b*T`` and the ids follow from ``X`` on longs. Operational
 policies (SPL, Flink) keep their own float numbers (:func:`number`, :func:`positive`,
-:func:`positive_whole`, :func:`scaled`).
+:func:`non_negative`, :func:`positive_whole`, :func:`scaled`).
 """
 
 from __future__ import annotations
@@ -69,6 +69,20 @@ def positive(name: str, value: Number) -> Number:
     finite = value.is_finite() if isinstance(value, Decimal) else isinstance(value, int) or math.isfinite(value)
     if not finite or value <= 0:  # (math.isfinite of an int past a double's range overflows)
         raise WidError(f"{name} must be positive, got {value!r}")
+    return value
+
+
+def non_negative(name: str, value: object) -> float:
+    """``value``, or a :class:`WidError` unless it is a finite number >= 0 (a bool is no number).
+
+    >>> non_negative("partitionAge(s)", 0)
+    0
+    >>> non_negative("partitionAge(s)", float("inf"))
+    Traceback (most recent call last):
+    wid.errors.WidError: partitionAge(s) must be a finite number >= 0, got inf
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise WidError(f"{name} must be a finite number >= 0, got {value!r}")
     return value
 
 

@@ -28,14 +28,13 @@ Semantics (seed 003; the order of events per tuple is its Table 1 / Table 2):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import positive, positive_whole
+from wid.spec.numbers import non_negative, positive, positive_whole
 from wid.spec.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -72,17 +71,14 @@ class Delta:
     (Delta(attr='ts', delta=0.5), Delta(attr='ts', delta=0))
     >>> Delta("ts", -1.5)
     Traceback (most recent call last):
-    wid.errors.WidError: delta(ts, d) needs d >= 0, got -1.5
+    wid.errors.WidError: delta(ts, d) must be a finite number >= 0, got -1.5
     """
 
     attr: str
     delta: float
 
     def __post_init__(self) -> None:
-        if isinstance(self.delta, bool) or not isinstance(self.delta, (int, float)):
-            raise WidError(f"delta({self.attr}, d) needs a number d, got {self.delta!r}")
-        if not math.isfinite(self.delta) or self.delta < 0:
-            raise WidError(f"delta({self.attr}, d) needs d >= 0, got {self.delta!r}")
+        non_negative(f"delta({self.attr}, d)", self.delta)
 
 
 @dataclass(frozen=True)
@@ -123,15 +119,13 @@ class PartitionAge:
 
     >>> PartitionAge(-1)
     Traceback (most recent call last):
-    wid.errors.WidError: partitionAge(s) needs a finite number s >= 0, got -1
+    wid.errors.WidError: partitionAge(s) must be a finite number >= 0, got -1
     """
 
     seconds: float
 
     def __post_init__(self) -> None:
-        if (isinstance(self.seconds, bool) or not isinstance(self.seconds, (int, float))
-                or not math.isfinite(self.seconds) or self.seconds < 0):
-            raise WidError(f"partitionAge(s) needs a finite number s >= 0, got {self.seconds!r}")
+        non_negative("partitionAge(s)", self.seconds)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ firings (:mod:`wid.stream.operational_replay`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
@@ -17,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from wid.bucket.columns import EMIT_ROW, REVISION, in_order
 from wid.errors import WidError
 from wid.compiler import CompiledQuery, compile_query, resolved
-from wid.spec.numbers import Number
+from wid.spec.numbers import Number, non_negative
 from wid.spec.base import WindowSpec
 from wid.stream.punctuation import Generator, checked
 
@@ -78,9 +77,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     +-------+---+
     <BLANKLINE>
     """
-    if isinstance(allowed_lateness, bool) or not isinstance(allowed_lateness, (int, float)) \
-            or not math.isfinite(allowed_lateness) or allowed_lateness < 0:
-        raise WidError(f"allowed_lateness must be a non-negative number, got {allowed_lateness!r}")
+    non_negative("allowed_lateness", allowed_lateness)
     compiled = compile_query(spark, query_text, window)
     if "row_num" not in compiled.tagged.columns:
         raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
