@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
                                 time_like)
 from wid.errors import WidError
-from wid.spec.numbers import as_number, places, times
+from wid.spec.numbers import as_number, non_negative, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
 from wid.stream.scan import ROW_CHUNK, running
 from wid.spec.sqlexpr import column, columns
@@ -43,13 +43,6 @@ def _mode(mode: str) -> str:
     if mode not in MODES:
         raise WidError(f"punctuation mode must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
-
-
-def _amount(name: str, value, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
-            or (positive and value == 0):
-        raise WidError(f"{name} must be a {'positive' if positive else 'non-negative'} number, got {value!r}")
-    return value
 
 
 def _grouped(compiled, names: list[str], what: str) -> dict[str, str]:
@@ -266,7 +259,7 @@ def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
     """
     if by not in ("value", "rows"):
         raise WidError(f"slack by must be 'value' or 'rows', got {by!r}")
-    amount = _amount("slack amount", amount)
+    amount = non_negative("slack amount", amount)
     if by == "rows" and amount != int(amount):
         raise WidError(f"slack by rows needs a whole number, got {amount!r}")
     return Slack(amount, _mode(mode), by)
@@ -301,8 +294,9 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     +-------+---+---+
     <BLANKLINE>
     """
-    return Heartbeat(_amount("heartbeat every", every, positive=True), _amount("heartbeat skew", skew),
-                     clock, _mode(mode))
+    if not non_negative("heartbeat every", every):
+        raise WidError(f"heartbeat every must be positive, got {every!r}")
+    return Heartbeat(every, non_negative("heartbeat skew", skew), clock, _mode(mode))
 
 
 def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
