@@ -210,10 +210,11 @@ def test_plan_section(spark):
 
 @pytest.mark.parametrize("make, message", [
     (lambda: Discretization([]), "at least one trigger"),
-    (lambda: CountTrigger(0), "positive"),
+    (lambda: CountTrigger(0), "CountTrigger every must be a positive whole number, got 0"),
     (lambda: CountTrigger(3, start=3), "below every"),
     (lambda: CountEviction(3, delete=4), "at most max"),
-    (lambda: TimeTrigger(-1), "positive"),
+    (lambda: TimeTrigger(-1), "TimeTrigger granularity must be a finite number > 0, got -1"),
+    (lambda: TimeEviction(10**400), "TimeEviction granularity must be a finite number > 0, got 1000...000"),
     (lambda: Discretization([DeltaTrigger(-1, "v")]), ">= 0"),
     (lambda: TimeTrigger(1, active="no"), "true or false"),
     (lambda: TimeTrigger(1, delay=float("nan")), "delay must be a finite number"),

@@ -601,15 +601,17 @@ def test_wid_live_runs_each_live_plan_to_the_replay_output(spark, capsys, tmp_pa
     assert capsys.readouterr().out.startswith(f"{expected.count()} results and ")
 
 
-@pytest.mark.parametrize("files", ["0", "true", "2.5"])
-def test_wid_live_refuses_a_plan_whose_files_are_no_positive_whole_number(spark, capsys, tmp_path, files):
+@pytest.mark.parametrize("setting, value, shown", [("files", "0", "0"), ("files", "true", "True"),
+                                                    ("files", "2.5", "2.5"), ("buckets", "0", "0")])
+def test_wid_live_refuses_a_plan_whose_counts_are_no_positive_whole_numbers(spark, capsys, tmp_path, setting, value,
+                                                                             shown):
     """``files = true`` is no count (TOML's true is no 1): exit 2, one line naming the plan, nothing written."""
     text = (ROOT / "plans" / "live_traffic.toml").read_text()
-    text = text.replace("files = 4", f"files = {files}").replace('"../datasets/', f'"{ROOT / "datasets"}/')
+    text = text.replace("files = 4", f"files = 4\n{setting} = {value}" if setting != "files" else f"files = {value}")
     path = tmp_path / "plan.toml"
-    path.write_text(text)
+    path.write_text(text.replace('"../datasets/', f'"{ROOT / "datasets"}/'))
     assert main(["live", str(path), "--dir", str(tmp_path / "work")], spark=spark) == 2
-    assert f"[live] files must be a positive whole number, got {files.replace('true', 'True')}" in capsys.readouterr().err
+    assert f"[live] {setting} must be a positive whole number, got {shown}" in capsys.readouterr().err
     assert not (tmp_path / "work").exists()
 
 

@@ -131,11 +131,11 @@ def test_before_looks_up_the_values_strictly_earlier_across_chunks_and_keys(spar
 @pytest.mark.parametrize("make, message", [
     (lambda: punctuate.slack(-1), "slack amount must be a finite number >= 0, got -1"),
     (lambda: punctuate.slack(math.inf, by="rows"), "slack amount must be a finite number >= 0, got inf"),
-    (lambda: punctuate.heartbeat(math.inf, 0), "heartbeat every must be a finite number >= 0, got inf"),
+    (lambda: punctuate.heartbeat(math.inf, 0), "heartbeat every must be a finite number > 0, got inf"),
     (lambda: punctuate.heartbeat(2, math.inf), "heartbeat skew must be a finite number >= 0, got inf"),
     (lambda: punctuate.slack(1.5, by="rows"), "whole number"),
     (lambda: punctuate.slack(1, by="time"), "'value' or 'rows'"),
-    (lambda: punctuate.heartbeat(0, 1), "positive"),
+    (lambda: punctuate.heartbeat(0, 1), "heartbeat every must be a finite number > 0, got 0"),
     (lambda: punctuate.ordered_by(), "at least one key"),
     (lambda: punctuate.heartbeat(1, 1, mode="eager"), "mode must be one of"),
 ])

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     settings = dict(plan.sections.get("live", {}))
     files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
     scheme = settings.pop("punctuation", "none")
-    positive_whole(f"plan {plan.path}: [live] files", files)
+    for name, value in (("files", files), ("buckets", buckets)):
+        positive_whole(f"plan {plan.path}: [live] {name}", value)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="wid-live-"))
     spark = session()
     data = plan.register(spark, args.rows)

@@ -70,7 +70,8 @@ def check_clock(t: np.ndarray, previous: float | int, row_num: np.ndarray, ts: s
         down = [0] if previous > t[0] else np.flatnonzero(t[:-1] > t[1:]) + 1
     if len(down):
         raise WidError(f"wid: {ts} decreases in row_num order at row_num={row_num[down[0]]}")
-    return t[-1].item()
+    last = t[-1]
+    return last.item() if isinstance(last, np.generic) else last  # pandas may hand Python ints
 
 
 def clock_steps(df: DataFrame, ts: str, counted: Expr | None = None, named: Named = column) -> list[Step]:

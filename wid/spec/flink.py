@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Literal
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import non_negative, positive, positive_whole
+from wid.spec.numbers import non_negative, period, positive_whole
 from wid.spec.operational import Operational
 
 Path = Literal["columns", "chain", "scan"]
@@ -116,7 +116,7 @@ class TimeTrigger:
     active: bool = True
 
     def __post_init__(self) -> None:
-        positive("TimeTrigger granularity", self.granularity)
+        period("TimeTrigger granularity", self.granularity)
         non_negative("TimeTrigger delay", self.delay)
         if self.start is not None and (isinstance(self.start, bool) or not isinstance(self.start, (int, float))
                                        or not math.isfinite(self.start)):
@@ -174,13 +174,13 @@ class TimeEviction:
 
     >>> TimeEviction(-2.5)
     Traceback (most recent call last):
-    wid.errors.WidError: TimeEviction granularity must be positive, got -2.5
+    wid.errors.WidError: TimeEviction granularity must be a finite number > 0, got -2.5
     """
 
     granularity: float
 
     def __post_init__(self) -> None:
-        positive("TimeEviction granularity", self.granularity)
+        period("TimeEviction granularity", self.granularity)
 
 
 @dataclass(frozen=True)

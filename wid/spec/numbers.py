@@ -11,7 +11,7 @@ attribute is first mapped exactly to the integer ``X = floor(x * T)`` (:func:`fl
 ``T = 10**k`` the clause numbers' decimal places): every window boundary is a multiple of
 ``1/T``, so ``x >= b  <=>  X >= b*T`` and the ids follow from ``X`` on longs. Operational
 policies (SPL, Flink) keep their own float numbers (:func:`number`, :func:`positive`,
-:func:`non_negative`, :func:`positive_whole`, :func:`scaled`).
+:func:`non_negative`, :func:`period`, :func:`positive_whole`, :func:`scaled`).
 """
 
 from __future__ import annotations
@@ -72,8 +72,21 @@ def positive(name: str, value: Number) -> Number:
     return value
 
 
-def non_negative(name: str, value: object) -> float:
-    """``value``, or a :class:`WidError` unless it is a finite number >= 0 (a bool is no number).
+def _finite(name: str, value: object, strict: bool) -> int | float:
+    """``value`` when it is an int or float (not a bool), a finite double, > 0 (``strict``) or >= 0."""
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    except OverflowError:  # an int beyond a double's range
+        ok = False
+    if not ok or value < 0 or (strict and value == 0):
+        shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:4]}...{repr(value)[-3:]}"
+        raise WidError(f"{name} must be a finite number {'>' if strict else '>='} 0, got {shown}")
+    return value
+
+
+def non_negative(name: str, value: object) -> int | float:
+    """``value``, or a :class:`WidError` unless it is an int or float, a finite double, >= 0: the
+    amounts of operational policies and punctuation generators (a bool is no number).
 
     >>> non_negative("partitionAge(s)", 0)
     0
@@ -81,9 +94,20 @@ def non_negative(name: str, value: object) -> float:
     Traceback (most recent call last):
     wid.errors.WidError: partitionAge(s) must be a finite number >= 0, got inf
     """
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise WidError(f"{name} must be a finite number >= 0, got {value!r}")
-    return value
+    return _finite(name, value, strict=False)
+
+
+def period(name: str, value: object) -> int | float:
+    """``value``, or a :class:`WidError` unless it is an int or float, a finite double, > 0: the
+    periods of operational policies and heartbeats.
+
+    >>> period("time(p)", 2.5)
+    2.5
+    >>> period("time(p)", 10**400)
+    Traceback (most recent call last):
+    wid.errors.WidError: time(p) must be a finite number > 0, got 1000...000
+    """
+    return _finite(name, value, strict=True)
 
 
 def positive_whole(name: str, value: object) -> int:

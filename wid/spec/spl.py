@@ -34,7 +34,7 @@ from typing import ClassVar
 from pyspark.sql import DataFrame
 
 from wid.errors import WidError
-from wid.spec.numbers import non_negative, positive, positive_whole
+from wid.spec.numbers import non_negative, period, positive_whole
 from wid.spec.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -88,13 +88,13 @@ class Time:
 
     >>> Time(float("inf"))
     Traceback (most recent call last):
-    wid.errors.WidError: time(p) must be positive, got inf
+    wid.errors.WidError: time(p) must be a finite number > 0, got inf
     """
 
     period: float
 
     def __post_init__(self) -> None:
-        positive("time(p)", self.period)
+        period("time(p)", self.period)
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
                                 time_like)
 from wid.errors import WidError
-from wid.spec.numbers import as_number, non_negative, places, times
+from wid.spec.numbers import as_number, non_negative, period, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
 from wid.stream.scan import ROW_CHUNK, running
 from wid.spec.sqlexpr import column, columns
@@ -294,9 +294,7 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     +-------+---+---+
     <BLANKLINE>
     """
-    if not non_negative("heartbeat every", every):
-        raise WidError(f"heartbeat every must be positive, got {every!r}")
-    return Heartbeat(every, non_negative("heartbeat skew", skew), clock, _mode(mode))
+    return Heartbeat(period("heartbeat every", every), non_negative("heartbeat skew", skew), clock, _mode(mode))
 
 
 def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
