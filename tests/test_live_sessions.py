@@ -26,7 +26,8 @@ from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, Strin
 
 from wid.aggregate.range import Aggregate
 from wid.stream.live_arrival import COUNT
-from wid.stream.live_sessions import SessionState, advance_sessions
+from wid.stream.live_session_scans import SessionState
+from wid.stream.live_sessions import advance_sessions
 from wid.stream.state_rows import Frames, history, packed, state_frame, unpacked
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 from wid.stream.session_runs import Peaks, advance_in_order, numbers

@@ -10,7 +10,8 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 from wid.bucket.columns import WID
 from wid.stream.live_arrival import COUNT
 from wid.stream.live_processor import LIST, Variables
-from wid.stream.live_sessions import SessionState, advance_sessions
+from wid.stream.live_session_scans import SessionState
+from wid.stream.live_sessions import advance_sessions
 from wid.stream.live_state import PaneProcessor
 from wid.stream.live_windows import Layout
 from wid.stream.state_rows import SESSIONS, history, packed, unpacked
