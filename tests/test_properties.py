@@ -209,6 +209,13 @@ def test_sliding_windows(spark, case):
     check_query(spark, case)
 
 
+@given(case=cases(("aligned",)))
+def test_sliding_windows_whose_slide_divides_the_range(spark, case):
+    """``[RANGE k*s SLIDE s WATTR x]``, k > DIRECT: every tuple in exactly k windows (the aggregate
+    reads them off block scans of the panes)."""
+    check_query(spark, case)
+
+
 @given(case=cases(("tumbling",)))
 def test_tumbling_windows(spark, case):
     """``[RANGE s SLIDE s WATTR x]``: extent(w) = {t : ws <= x < (w+1)s}, one window per tuple."""

@@ -75,6 +75,45 @@ def test_short_ranges_spread_from_their_panes_as_expansion(spark, keyed):
     assert "_wid_level" not in text and "_wid_level" in range_aggregate_sql("t", keys, AGGREGATES, {}, DIRECT + 1)
 
 
+def _uniform(seed: int, n: int, width: int) -> list[tuple[str, int, int, float | None]]:
+    """``(k, wid_lo, wid_lo + width - 1, v)``: ``wid_lo`` from a sparse set around 0 (gaps longer
+    than ``width``, block starts ``j*width`` on both sides of 0, repeats), values with decimals
+    (sums compared with a tolerance) and some NULLs."""
+    rng = random.Random(seed)
+    starts = sorted({*rng.sample(range(-4 * width, 4 * width), 12), -2 * width, 0, width, 3 * width - 1})
+    return [(rng.choice("ab"), lo, lo + width - 1, None if rng.random() < 0.1 else round(rng.uniform(-90, 90), 2))
+            for lo in (rng.choice(starts) for _ in range(n))]
+
+
+def _close(got: set[tuple], expected: set[tuple]) -> bool:
+    """The same rows, but sums and means of decimals within 1e-9 (merged in another order)."""
+    def key(row):
+        return row[:4] + row[6:]
+    apart = {key(r): r for r in expected}
+    return len(got) == len(expected) and all(
+        key(r) in apart and all(a == b or (a is not None and b is not None and abs(a - b) < 1e-9)
+                                for a, b in zip(r, apart[key(r)])) for r in got)
+
+
+@pytest.mark.parametrize("keyed,width", [(True, DIRECT + 1), (False, 3 * DIRECT + 5)], ids=["keys", "no-keys"])
+def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, keyed, width):
+    """A caller that knows every range holds exactly ``width`` ids (more than DIRECT): each id's
+    panes are a block suffix and a block prefix, in wid.query's plan and in a view's SQL text; ids
+    in the gaps between panes get no row."""
+    tuples = _uniform(9, 400, width)
+    df = spark.createDataFrame(tuples, "k string, wid_lo long, wid_hi long, v double")
+    df.createOrReplaceTempView("wid_uniform_ranges")
+    keys = ["k"] if keyed else []
+    text = range_aggregate_sql("wid_uniform_ranges", keys, AGGREGATES, {f.name: f.dataType for f in df.schema},
+                               width, width)
+    for out in (range_aggregate(df, keys, AGGREGATES, width, width), spark.sql(text)):
+        rows = out.collect()
+        got = {(r["k"] if keyed else None, r["wid"], r["n"], r["nv"], r["total"], r["mean"], r["lo"], r["hi"])
+               for r in rows}
+        assert len(rows) == len(got) and _close(got, _expected(tuples, keyed))
+    assert "_wid_level" not in text and "_wid_prev" in text
+
+
 def _windows_holding(x: Fraction, r: Fraction, s: Fraction) -> int:
     """How many windows' extents ``[(w+1)s - r, (w+1)s)`` hold ``x``, counted one by one."""
     first = math.floor(x / s) - 2
@@ -93,3 +132,15 @@ def test_a_sliding_window_bounds_its_ranges_by_the_most_windows_a_tuple_is_in(r,
     assert _windows_holding(Fraction(x), r_, s_) <= span
     assert _windows_holding(s_ * math.ceil(r_ / s_) - r_, r_, s_) == span
     assert Landmark(s, "ts").span is None
+
+
+@given(r=clause, s=clause, x=st.decimals(Decimal("-1000"), Decimal("1000"), places=6))
+def test_a_sliding_window_whose_slide_divides_its_range_puts_every_tuple_in_width_windows(r, s, x):
+    """``width`` against extents counted in exact Fractions: r/s windows hold every tuple when s
+    divides r; otherwise there is no width."""
+    for rng in (r, s * max(1, round(r / s))):  # as drawn, and rounded to a multiple of s
+        width = Sliding(rng, s, "ts").width
+        if Fraction(rng) % Fraction(s):
+            assert width is None
+        else:
+            assert width == _windows_holding(Fraction(x), Fraction(rng), Fraction(s)) == Fraction(rng) / Fraction(s)

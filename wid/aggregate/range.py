@@ -12,7 +12,9 @@ Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into it
 2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
    canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
    segment tree), a short pane into its ids (level-0 blocks, at most ``SHORT``), and the
-   partials of equal ``(keys, k, j)`` combine;
+   partials of equal ``(keys, k, j)`` combine (when the caller knows that every range holds
+   exactly ``width`` ids, more than :data:`DIRECT`: each id's panes are instead a block suffix
+   and a block prefix of its key's panes, :mod:`wid.aggregate.block_scans`, one or two rows per id);
 3. **ids**: a block spreads over its ``2^k`` ids and the partials of each ``(keys, wid)``
    combine.
 
@@ -34,6 +36,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, NumericType
 
+from wid.aggregate.block_scans import block_windows, block_windows_sql
 from wid.bucket.columns import WID
 from wid.errors import WidError
 from wid.spec.sqlexpr import columns, quote
@@ -175,12 +178,14 @@ def short(span: int | None) -> bool:
 
 
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
-                    span: int | None = None) -> DataFrame:
+                    span: int | None = None, width: int | None = None) -> DataFrame:
     """One row per ``(keys, wid)`` covered by some tuple's ``[wid_lo, wid_hi]``: columns
     ``keys``, ``wid`` and one per aggregate alias. ``span``: a bound on every range's number of
     ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
-    followed by another). With keys, the panes move once to their keys' partition: the later
+    followed by another). ``width``: every range's number of ids, if the caller knows they are
+    all equal (a sliding window whose slide divides its range): longer than :data:`DIRECT`, the
+    windows come from block scans of the panes (:mod:`wid.aggregate.block_scans`). With keys, the panes move once to their keys' partition: the later
     group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
     after the pane stage).
 
@@ -196,13 +201,15 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     types = {f.name: f.dataType for f in tagged.schema.fields}
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
-    names, keys = [name for name, _ in partials], columns(keys)
+    names, named, keys = [name for name, _ in partials], keys, columns(keys)
     panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
     if short(span):
         return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
+    if width is not None:
+        return block_windows(panes, named, merges, width, WID).groupBy(*keys, WID).agg(*finals)
     steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
     blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
         *[_as(sql, name) for name, sql in merges])
@@ -217,7 +224,7 @@ def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -
 
 
 def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate],
-                        types: dict[str, DataType], span: int | None = None) -> str:
+                        types: dict[str, DataType], span: int | None = None, width: int | None = None) -> str:
     """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
     quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
     blocks and ids, and the same result types.
@@ -234,12 +241,15 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
         return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quote(a.alias)}' for a in aggregates)} "
                 f"FROM (SELECT *, {_IDS} AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
-    merges = ", ".join(f"{sql} AS {name}" for i, a in enumerate(aggregates) for name, sql in a.merge(i))
+    merged = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
+    merges = ", ".join(f"{sql} AS {name}" for name, sql in merged)
     names = "".join(f"{name}, " for name, _ in partials)
     panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
              f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {key[:-2]}" if keys else "")
     if short(span):
         ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
+    elif width is not None:
+        ids = block_windows_sql(f"({panes})", keys, merged, width, WID)
     else:
         steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
         blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "

@@ -146,12 +146,18 @@ class WindowSpec(ABC):
         from wid.aggregate.range import range_aggregate_sql
 
         return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields},
-                                   self.span)
+                                   self.span, self.width)
 
     @property
     def span(self) -> int | None:
         """The most window-ids one tuple's range holds (``wid_hi - wid_lo + 1``), when bounded: the
         aggregate plans by it (short ranges skip the dyadic blocks); None: unbounded or unknown."""
+        return None
+
+    @property
+    def width(self) -> int | None:
+        """The number of window-ids every tuple's range holds, when it is the same for all: the
+        aggregate then reads long windows off block scans of the panes; None: ranges differ."""
         return None
 
     def closed(self, bound: Column) -> Column:
@@ -174,7 +180,7 @@ class WindowSpec(ABC):
         of ``aggregates`` (:class:`wid.aggregate.range.Aggregate`)."""
         from wid.aggregate.range import range_aggregate
 
-        return range_aggregate(tagged, keys, aggregates, self.span)
+        return range_aggregate(tagged, keys, aggregates, self.span, self.width)
 
     @property
     def refuses_punctuation(self) -> str | None:

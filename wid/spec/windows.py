@@ -134,6 +134,17 @@ class Sliding(ContextFree):
         return math.ceil(exact(self.range) / exact(self.slide))
 
     @property
+    def width(self) -> int | None:
+        """``r/s`` ids for every tuple when s divides r (then ``floor((x+r)/s) - floor(x/s) = r/s``),
+        else None: ``floor(r/s)`` or ``ceil(r/s)`` by the tuple.
+
+        >>> Sliding(60, 20, "ts").width, Sliding(0.5, 0.25, "ts").width, Sliding(150, 60, "ts").width
+        (3, 2, None)
+        """
+        ratio = exact(self.range) / exact(self.slide)
+        return int(ratio) if ratio.denominator == 1 else None
+
+    @property
     def gaps(self) -> bool:
         """Hopping windows (s > r) leave gaps between extents."""
         return self.slide > self.range

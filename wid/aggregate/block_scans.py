@@ -1,0 +1,104 @@
+"""Uniform ranges: each window from a block suffix and a block prefix of its key's panes.
+
+When every range holds exactly ``n`` ids, the panes of window ``w`` are those with
+``w - n + 1 <= wid_lo <= w``. Cut the ids into blocks of ``n``, ``[b*n, b*n + n - 1]``: the
+window's panes are a suffix of block ``B1 = floor((w - n + 1) / n)`` (from ``wid_lo = w - n + 1``)
+and a prefix of the next block ``B2`` (up to ``wid_lo = w``), or, when ``w - n + 1`` starts a
+block, that block's prefix alone (van Herk 1992; Gil and Werman 1993). So:
+
+    window(w) = suffix(B1, w - n + 1) + prefix(B2, w)
+
+with the running merges of each block's panes in ``wid_lo`` order (two window-function scans of
+a sort, ``ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW``, one per direction). A pane at
+``lo`` hands its prefix to the ids ``lo .. next - 1`` (``next``: the block's next pane, or the
+block's end + 1) and its suffix to ``w`` with ``w - n + 1`` in ``prev + 1 .. lo`` (``prev``: the
+block's previous pane, or the block's start; the start itself is the prefix's), so each id
+gets one or two rows whatever ``n``: the cost does not grow with ``range/slide``. Ids no pane
+covers get none. Only the ranges' ids and partials are seen, never the window spec.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from wid.spec.sqlexpr import quote
+
+_FROM, _TO = "_wid_from", "_wid_to"
+
+
+def _start(n: int) -> str:
+    """The start of the block of ``n`` ids holding ``wid_lo``."""
+    return f"(wid_lo - pmod(wid_lo, {n}))"
+
+
+def block_scans(keys: list[str], merges: list[tuple[str, str]], n: int) -> list[str]:
+    """Select items over panes ``(keys, wid_lo, partials)``: the keys, ``wid_lo``, each
+    partial's running merge within its block in both directions (``<name>_p``, ``<name>_s``)
+    and the block's previous and next ``wid_lo``.
+
+    >>> items = block_scans(["k"], [("_wid_p0", "max(_wid_p0)")], 4)
+    >>> [item.split(" AS ")[-1] for item in items]
+    ['`k`', 'wid_lo', '_wid_p0_p', '_wid_p0_s', '_wid_prev', '_wid_next']
+    >>> print(items[2])  # doctest: +NORMALIZE_WHITESPACE
+    max(_wid_p0) OVER (PARTITION BY `k`, (wid_lo - pmod(wid_lo, 4)) ORDER BY wid_lo
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _wid_p0_p
+    """
+    block = f"PARTITION BY {''.join(f'{quote(k)}, ' for k in keys)}{_start(n)} ORDER BY wid_lo"
+    frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+    return [*map(quote, keys), "wid_lo",
+            *[f"{sql} OVER ({block} {frame}) AS {name}_p" for name, sql in merges],
+            *[f"{sql} OVER ({block} DESC {frame}) AS {name}_s" for name, sql in merges],
+            f"lag(wid_lo) OVER ({block}) AS _wid_prev", f"lead(wid_lo) OVER ({block}) AS _wid_next"]
+
+
+def block_parts(names: list[str], n: int) -> str:
+    """The generator over :func:`block_scans`' rows: each pane's prefix row (ids ``_wid_from ..
+    _wid_to``) and suffix row, with the partials ``names``.
+
+    >>> print(block_parts(["_wid_p0"], 4))  # doctest: +NORMALIZE_WHITESPACE
+    stack(2, wid_lo, coalesce(_wid_next, (wid_lo - pmod(wid_lo, 4)) + 4) - 1, _wid_p0_p,
+             coalesce(_wid_prev, (wid_lo - pmod(wid_lo, 4))) + 4, wid_lo + 3, _wid_p0_s) AS (_wid_from, _wid_to, _wid_p0)
+    """
+    prefix = ", ".join(["wid_lo", f"coalesce(_wid_next, {_start(n)} + {n}) - 1", *[f"{x}_p" for x in names]])
+    suffix = ", ".join([f"coalesce(_wid_prev, {_start(n)}) + {n}", f"wid_lo + {n - 1}", *[f"{x}_s" for x in names]])
+    return f"stack(2, {prefix}, {suffix}) AS ({', '.join([_FROM, _TO, *names])})"
+
+
+#: Each part over its ids.
+IDS = f"explode(sequence({_FROM}, {_TO}))"
+#: A part covering no id (a pane at its block's start hands the start to its prefix).
+NONEMPTY = f"{_FROM} <= {_TO}"
+
+
+def block_windows(panes: DataFrame, keys: list[str], merges: list[tuple[str, str]], n: int,
+                  wid: str) -> DataFrame:
+    """Rows ``(keys, partials, wid)`` over ``panes`` (``keys``, ``wid_lo`` and the partials that
+    ``merges`` name, each range ``n`` ids): one or two per id some pane covers; their merge by
+    ``(keys, wid)`` is the window's.
+
+    Three panes of ranges of 3 ids (``wid_lo`` 0, 2, 4) with maxima 5, 7, 2: window 4 holds all three:
+
+    >>> panes = spark.createDataFrame([(0, 5), (2, 7), (4, 2)], "wid_lo long, _wid_p0 long")
+    >>> rows = block_windows(panes, [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")
+    >>> sorted(tuple(r) for r in rows.groupBy("wid").max("_wid_p0").collect())
+    [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
+    """
+    names, quoted = [name for name, _ in merges], [quote(k) for k in keys]
+    scanned = panes.selectExpr(*block_scans(keys, merges, n))
+    parts = scanned.selectExpr(*quoted, block_parts(names, n)).where(NONEMPTY)
+    return parts.selectExpr(*quoted, *names, f"{IDS} AS {quote(wid)}")
+
+
+def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]], n: int, wid: str) -> str:
+    """:func:`block_windows` as SQL text over the relation ``panes`` (a quoted name or a
+    parenthesised query).
+
+    >>> text = block_windows_sql("(SELECT * FROM VALUES (0L, 5L), (2L, 7L), (4L, 2L) AS t(wid_lo, _wid_p0))",
+    ...                          [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")
+    >>> sorted(tuple(r) for r in spark.sql(f"SELECT wid, max(_wid_p0) FROM ({text}) GROUP BY wid").collect())
+    [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
+    """
+    names, key = [name for name, _ in merges], "".join(f"{quote(k)}, " for k in keys)
+    scanned = f"SELECT {', '.join(block_scans(keys, merges, n))} FROM {panes}"
+    parts = f"SELECT {key}{block_parts(names, n)} FROM ({scanned})"
+    return f"SELECT {key}{', '.join(names)}, {IDS} AS {quote(wid)} FROM ({parts}) WHERE {NONEMPTY}"
