@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tests.oracle import Landmark, Rows, SlideByTuple, Sliding
-from wid.aggregate.range import DIRECT
+from wid.aggregate.range import SCANNED
 
 ATTRIBUTE_TYPES = ("double", "long", "decimal", "timestamp")
 #: Clause numbers as written: decimals that binary doubles cannot hold, and whole numbers.
@@ -263,9 +263,9 @@ def clauses(draw, kind: str, attribute: Attribute) -> Clause:
     elif kind == "hopping":  # slide > range: gaps between the extents
         s_text, s = _measure(draw, attribute, above=max(smallest, least))
         r_text, r = _measure(draw, attribute, below=s)
-    elif kind == "aligned":  # a range of k slides, k > DIRECT: every tuple in exactly k windows
+    elif kind == "aligned":  # a range of k slides, k > SCANNED: every tuple in exactly k windows
         s_text, s = _measure(draw, attribute, above=least)
-        r = s * draw(st.integers(DIRECT + 1, OVERLAP))
+        r = s * draw(st.integers(SCANNED + 1, OVERLAP))
         r_text = _decimal_text(r) + (" SECONDS" if attribute.type == "timestamp" else "")
     else:  # sliding, with a range that is not a multiple of the slide
         r_text, r = _measure(draw, attribute, above=max(smallest, least * 3 / 2))

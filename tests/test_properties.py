@@ -211,7 +211,7 @@ def test_sliding_windows(spark, case):
 
 @given(case=cases(("aligned",)))
 def test_sliding_windows_whose_slide_divides_the_range(spark, case):
-    """``[RANGE k*s SLIDE s WATTR x]``, k > DIRECT: every tuple in exactly k windows (the aggregate
+    """``[RANGE k*s SLIDE s WATTR x]``, k > SCANNED: every tuple in exactly k windows (the aggregate
     reads them off block scans of the panes)."""
     check_query(spark, case)
 

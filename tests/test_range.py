@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wid.aggregate.range import DIRECT, SHORT, Aggregate, range_aggregate, range_aggregate_sql
+from wid.aggregate.range import DIRECT, SCANNED, SHORT, Aggregate, range_aggregate, range_aggregate_sql
 from wid.spec.windows import Landmark, Sliding
 
 AGGREGATES = [Aggregate("n", "count"), Aggregate("nv", "count", "v"), Aggregate("total", "sum", "v"),
@@ -95,9 +95,9 @@ def _close(got: set[tuple], expected: set[tuple]) -> bool:
                                 for a, b in zip(r, apart[key(r)])) for r in got)
 
 
-@pytest.mark.parametrize("keyed,width", [(True, DIRECT + 1), (False, 3 * DIRECT + 5)], ids=["keys", "no-keys"])
+@pytest.mark.parametrize("keyed,width", [(True, SCANNED + 1), (False, 3 * DIRECT + 5)], ids=["keys", "no-keys"])
 def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, keyed, width):
-    """A caller that knows every range holds exactly ``width`` ids (more than DIRECT): each id's
+    """A caller that knows every range holds exactly ``width`` ids (more than SCANNED): each id's
     panes are a block suffix and a block prefix, in wid.query's plan and in a view's SQL text; ids
     in the gaps between panes get no row."""
     tuples = _uniform(9, 400, width)

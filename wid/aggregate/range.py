@@ -13,7 +13,7 @@ Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into it
    canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
    segment tree), a short pane into its ids (level-0 blocks, at most ``SHORT``), and the
    partials of equal ``(keys, k, j)`` combine (when the caller knows that every range holds
-   exactly ``width`` ids, more than :data:`DIRECT`: each id's panes are instead a block suffix
+   exactly ``width`` ids, more than :data:`SCANNED`: each id's panes are instead a block suffix
    and a block prefix of its key's panes, :mod:`wid.aggregate.block_scans`, one or two rows per id);
 3. **ids**: a block spreads over its ``2^k`` ids and the partials of each ``(keys, wid)``
    combine.
@@ -48,6 +48,10 @@ SHORT = 8
 #: no block stage (on ``wid bench``'s 20M rows, 50 keys: faster than the blocks up to 24 ids, as
 #: fast at 32, slower from 48 on; 2026-11-26).
 DIRECT = 24
+#: A caller's width (every range exactly this many ids) above this: the windows come off block scans
+#: of the panes, not the spread or the blocks (``wid bench``'s 20M rows, 50 keys, idle, medians of 3,
+#: the spread against the scans: 4.83 s / 5.20 s at 12 ids, 5.67 / 4.89 at 16, 5.44 / 4.57 at 24; 2026-11-27).
+SCANNED = 12
 
 #: Steps of a pane ``[wid_lo, wid_hi]``: a short one steps through its ids (level-0 blocks
 #: ``j = wid_lo + i``); a long one through the canonical dyadic blocks, ``i < 2K + 4`` with
@@ -177,6 +181,16 @@ def short(span: int | None) -> bool:
     return span is not None and span <= DIRECT
 
 
+def scanned(width: int | None) -> bool:
+    """Every range holds exactly ``width`` ids, more than :data:`SCANNED` (None: ranges differ or
+    the caller does not know): the windows come off block scans of the panes.
+
+    >>> scanned(SCANNED), scanned(SCANNED + 1), scanned(None)
+    (False, True, False)
+    """
+    return width is not None and width > SCANNED
+
+
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
                     span: int | None = None, width: int | None = None) -> DataFrame:
     """One row per ``(keys, wid)`` covered by some tuple's ``[wid_lo, wid_hi]``: columns
@@ -184,7 +198,7 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
     followed by another). ``width``: every range's number of ids, if the caller knows they are
-    all equal (a sliding window whose slide divides its range): longer than :data:`DIRECT`, the
+    all equal (a sliding window whose slide divides its range): longer than :data:`SCANNED`, the
     windows come from block scans of the panes (:mod:`wid.aggregate.block_scans`). With keys, the panes move once to their keys' partition: the later
     group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
     after the pane stage).
@@ -206,10 +220,10 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
+    if scanned(width):
+        return block_windows(panes, named, merges, width, WID).groupBy(*keys, WID).agg(*finals)
     if short(span):
         return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
-    if width is not None:
-        return block_windows(panes, named, merges, width, WID).groupBy(*keys, WID).agg(*finals)
     steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
     blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
         *[_as(sql, name) for name, sql in merges])
@@ -246,10 +260,10 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     names = "".join(f"{name}, " for name, _ in partials)
     panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
              f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {key[:-2]}" if keys else "")
-    if short(span):
-        ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
-    elif width is not None:
+    if scanned(width):
         ids = block_windows_sql(f"({panes})", keys, merged, width, WID)
+    elif short(span):
+        ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
     else:
         steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
         blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
