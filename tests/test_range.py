@@ -76,13 +76,14 @@ def test_short_ranges_spread_from_their_panes_as_expansion(spark, keyed):
 
 
 def _uniform(seed: int, n: int, width: int) -> list[tuple[str, int, int, float | None]]:
-    """``(k, wid_lo, wid_lo + width - 1, v)``: ``wid_lo`` from a sparse set around 0 (gaps longer
-    than ``width``, block starts ``j*width`` on both sides of 0, repeats), values with decimals
-    (sums compared with a tolerance) and some NULLs."""
+    """``(k, wid_lo, wid_lo + width - 1, v)``: ``wid_lo`` from a sparse set around 0 (block starts
+    ``j*width`` on both sides of 0, repeats), doubles with two decimals (sums compared with a
+    tolerance) and some NULLs; key ``c`` has two panes ``2*width`` apart, ids between them in no range."""
     rng = random.Random(seed)
     starts = sorted({*rng.sample(range(-4 * width, 4 * width), 12), -2 * width, 0, width, 3 * width - 1})
-    return [(rng.choice("ab"), lo, lo + width - 1, None if rng.random() < 0.1 else round(rng.uniform(-90, 90), 2))
-            for lo in (rng.choice(starts) for _ in range(n))]
+    gap = [("c", lo, lo + width - 1, 1.5) for lo in (-width - 1, width - 1)]
+    return gap + [(rng.choice("ab"), lo, lo + width - 1, None if rng.random() < 0.1 else round(rng.uniform(-90, 90), 2))
+                  for lo in (rng.choice(starts) for _ in range(n))]
 
 
 def _close(got: set[tuple], expected: set[tuple]) -> bool:
@@ -112,6 +113,16 @@ def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, key
                for r in rows}
         assert len(rows) == len(got) and _close(got, _expected(tuples, keyed))
     assert "_wid_level" not in text and "_wid_prev" in text
+    plan = range_aggregate(df, keys, AGGREGATES, width, width)._jdf.queryExecution().analyzed().toString()
+    assert "_wid_prev" in plan
+
+
+def test_block_scans_refuse_a_range_of_another_width(spark):
+    """A caller whose ranges are not all ``width`` ids gets an error, not windows counted wrong."""
+    df = spark.createDataFrame([("a", 0, SCANNED, 1.0), ("a", 2, SCANNED + 3, 2.0)],
+                               "k string, wid_lo long, wid_hi long, v double")
+    with pytest.raises(Exception, match=f"block scans of {SCANNED + 1} ids met the range 2..{SCANNED + 3}"):
+        range_aggregate(df, ["k"], AGGREGATES, SCANNED + 1, SCANNED + 1).collect()
 
 
 def _windows_holding(x: Fraction, r: Fraction, s: Fraction) -> int:

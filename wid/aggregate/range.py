@@ -8,7 +8,8 @@ Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into it
 
 1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial
    (a tumbling group-by), then move once to the partition of their keys (when the caller
-   bounds every range by :data:`DIRECT` ids, the panes go straight to step 3, each over its ids);
+   bounds every range by :data:`DIRECT` ids, and knows no common width above :data:`SCANNED`,
+   the panes go straight to step 3, each over its ids);
 2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
    canonical dyadic blocks ``[j*2^k, (j+1)*2^k - 1]`` (at most two per level k, as in a
    segment tree), a short pane into its ids (level-0 blocks, at most ``SHORT``), and the
