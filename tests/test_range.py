@@ -117,6 +117,26 @@ def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, key
     assert "_wid_prev" in plan
 
 
+@pytest.mark.parametrize("key", ["_wid_prev", "_wid_level", "_wid_p0", "_wid_key1", "a.b"])
+def test_a_key_named_like_a_stage_column_keeps_its_rows(spark, key):
+    """GROUP BY a key whose name a stage uses for its own column (or the name another key travels
+    under, or a dotted one), beside a second key: the rows of plain names, in every plan (block
+    scans, the spread, dyadic blocks) and in a view's SQL text."""
+    tuples = _uniform(10, 200, SCANNED + 1)
+    expected = _expected(tuples, True)
+    df = spark.createDataFrame([(k, "x", *rest) for k, *rest in tuples],
+                               "k string, j string, wid_lo long, wid_hi long, v double")
+    df = df.withColumnRenamed("k", key)
+    df.createOrReplaceTempView("wid_stage_names")
+    types = {f.name: f.dataType for f in df.schema}
+    for span, width in ((SCANNED + 1, SCANNED + 1), (SCANNED + 1, None), (None, None)):
+        text = range_aggregate_sql("wid_stage_names", [key, "j"], AGGREGATES, types, span, width)
+        for out in (range_aggregate(df, [key, "j"], AGGREGATES, span, width), spark.sql(text)):
+            assert out.columns[:3] == [key, "j", "wid"]
+            got = {(r[0], r[2], r["n"], r["nv"], r["total"], r["mean"], r["lo"], r["hi"]) for r in out.collect()}
+            assert _close(got, expected), (span, width)
+
+
 def test_block_scans_refuse_a_range_of_another_width(spark):
     """A caller whose ranges are not all ``width`` ids gets an error, not windows counted wrong."""
     df = spark.createDataFrame([("a", 0, SCANNED, 1.0), ("a", 2, SCANNED + 3, 2.0)],

@@ -40,7 +40,7 @@ from pyspark.sql.types import DataType, DecimalType, NumericType
 from wid.aggregate.block_scans import block_windows, block_windows_sql
 from wid.bucket.columns import WID
 from wid.errors import WidError
-from wid.spec.sqlexpr import columns, quote
+from wid.spec.sqlexpr import column, columns, quote
 
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
@@ -200,9 +200,10 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
     followed by another). ``width``: every range's number of ids, if the caller knows they are
     all equal (a sliding window whose slide divides its range): longer than :data:`SCANNED`, the
-    windows come from block scans of the panes (:mod:`wid.aggregate.block_scans`). With keys, the panes move once to their keys' partition: the later
-    group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
-    after the pane stage).
+    windows come from block scans of the panes (:mod:`wid.aggregate.block_scans`). With keys,
+    the panes move once to their keys' partition: the later group-bys shuffle nothing (a key's
+    panes then share a core: few keys, few cores busy after the pane stage). The keys travel
+    as :func:`inner` names, so no stage's own column can take a key's name.
 
     Each tuple counts once in every id of its range:
 
@@ -216,20 +217,33 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     types = {f.name: f.dataType for f in tagged.schema.fields}
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
-    names, named, keys = [name for name, _ in partials], keys, columns(keys)
-    panes = tagged.groupBy(*keys, "wid_lo", "wid_hi").agg(*[_as(sql, name) for name, sql in partials])
+    names, named, outer = [name for name, _ in partials], inner(keys), keys
+    keys = columns(named)
+    panes = tagged.groupBy(*[column(k).alias(n) for k, n in zip(outer, named)], "wid_lo", "wid_hi").agg(
+        *[_as(sql, name) for name, sql in partials])
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
     if scanned(width):
-        return block_windows(panes, named, merges, width, WID).groupBy(*keys, WID).agg(*finals)
-    if short(span):
-        return panes.select(*keys, *names, _as(_IDS, WID)).groupBy(*keys, WID).agg(*finals)
-    steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
-    blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
-        *[_as(sql, name) for name, sql in merges])
-    ids = blocks.select(*keys, *names, _as(_SPREAD, WID))
-    return ids.groupBy(*keys, WID).agg(*finals)
+        ids = block_windows(panes, named, merges, width, WID)
+    elif short(span):
+        ids = panes.select(*keys, *names, _as(_IDS, WID))
+    else:
+        steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
+        blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
+            *[_as(sql, name) for name, sql in merges])
+        ids = blocks.select(*keys, *names, _as(_SPREAD, WID))
+    out = ids.groupBy(*keys, WID).agg(*finals)
+    return out.select(*[column(n).alias(k) for n, k in zip(named, outer)], WID, *columns([a.alias for a in aggregates]))
+
+
+def inner(keys: list[str]) -> list[str]:
+    """The names the keys take through the range aggregate's stages (none of the stages' own).
+
+    >>> inner(["seg.id", "_wid_prev"])
+    ['_wid_key0', '_wid_key1']
+    """
+    return [f"_wid_key{i}" for i in range(len(keys))]
 
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
@@ -259,10 +273,14 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     merged = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
     merges = ", ".join(f"{sql} AS {name}" for name, sql in merged)
     names = "".join(f"{name}, " for name, _ in partials)
-    panes = (f"SELECT {key}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
-             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {key[:-2]}" if keys else "")
+    named = inner(keys)
+    renamed = "".join(f"{quote(k)} AS {n}, " for k, n in zip(keys, named))
+    panes = (f"SELECT {renamed}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
+             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {', '.join(named)}" if keys else "")
+    outer = "".join(f"{n} AS {quote(k)}, " for k, n in zip(keys, named))
+    key = "".join(f"{n}, " for n in named)
     if scanned(width):
-        ids = block_windows_sql(f"({panes})", keys, merged, width, WID)
+        ids = block_windows_sql(f"({panes})", named, merged, width, WID)
     elif short(span):
         ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
     else:
@@ -271,4 +289,4 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
                   f"WHERE {_TAKEN} GROUP BY {key}{_LEVEL_OF}, {_BLOCK_OF}")
         ids = f"SELECT {key}{names}{_SPREAD} AS {WID} FROM ({blocks})"
     finals = ", ".join(f"{a.final(i, types.get(a.arg))} AS {quote(a.alias)}" for i, a in enumerate(aggregates))
-    return f"SELECT {key}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"
+    return f"SELECT {outer}{WID}, {finals} FROM ({ids}) GROUP BY {key}{WID}"
