@@ -137,12 +137,18 @@ def test_a_key_named_like_a_stage_column_keeps_its_rows(spark, key):
             assert _close(got, expected), (span, width)
 
 
-def test_block_scans_refuse_a_range_of_another_width(spark):
-    """A caller whose ranges are not all ``width`` ids gets an error, not windows counted wrong."""
-    df = spark.createDataFrame([("a", 0, SCANNED, 1.0), ("a", 2, SCANNED + 3, 2.0)],
+@pytest.mark.parametrize("width", [2, SCANNED + 1], ids=["spread", "block-scans"])
+def test_a_range_of_another_width_than_the_callers_fails_the_query(spark, width):
+    """A caller whose ranges are not all ``width`` ids gets an error naming the range, not windows
+    counted wrong: the panes keep only ``wid_lo``, in wid.query's plan and in a view's SQL text."""
+    df = spark.createDataFrame([("a", 0, width - 1, 1.0), ("a", 2, width + 2, 2.0)],
                                "k string, wid_lo long, wid_hi long, v double")
-    with pytest.raises(Exception, match=f"block scans of {SCANNED + 1} ids met the range 2..{SCANNED + 3}"):
-        range_aggregate(df, ["k"], AGGREGATES, SCANNED + 1, SCANNED + 1).collect()
+    df.createOrReplaceTempView("wid_other_width")
+    text = range_aggregate_sql("wid_other_width", ["k"], AGGREGATES, {f.name: f.dataType for f in df.schema},
+                               width, width)
+    for out in (range_aggregate(df, ["k"], AGGREGATES, width, width), spark.sql(text)):
+        with pytest.raises(Exception, match=f"ranges of {width} ids expected, met 2..{width + 2}"):
+            out.collect()
 
 
 def _windows_holding(x: Fraction, r: Fraction, s: Fraction) -> int:

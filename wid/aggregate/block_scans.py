@@ -14,8 +14,9 @@ a sort, ``ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW``, one per direction)
 block's end + 1) and its suffix to ``w`` with ``w - n + 1`` in ``prev + 1 .. lo`` (``prev``: the
 block's previous pane, or the block's start; the start itself is the prefix's), so each id
 gets one or two rows whatever ``n``: the cost does not grow with ``range/slide``. Ids no pane
-covers get none. Only the ranges' ids and partials are seen, never the window spec; a range of
-another length than the caller's ``n`` fails the query (it would be counted wrong).
+covers get none. Only the panes' first ids and partials are seen, never the window spec; the
+caller vouches that every range holds ``n`` ids (:func:`wid.aggregate.range.pane_range` checks
+each tuple's).
 """
 
 from __future__ import annotations
@@ -33,20 +34,20 @@ def _start(n: int) -> str:
 
 
 def block_scans(keys: list[str], merges: list[tuple[str, str]], n: int) -> list[str]:
-    """Select items over panes ``(keys, wid_lo, wid_hi, partials)``: the keys, the range, each
+    """Select items over panes ``(keys, wid_lo, partials)``: the keys, the first id, each
     partial's running merge within its block in both directions (``<name>_p``, ``<name>_s``)
     and the block's previous and next ``wid_lo``.
 
     >>> items = block_scans(["k"], [("_wid_p0", "max(_wid_p0)")], 4)
     >>> [item.split(" AS ")[-1] for item in items]
-    ['`k`', 'wid_lo', 'wid_hi', '_wid_p0_p', '_wid_p0_s', '_wid_prev', '_wid_next']
-    >>> print(items[3])  # doctest: +NORMALIZE_WHITESPACE
+    ['`k`', 'wid_lo', '_wid_p0_p', '_wid_p0_s', '_wid_prev', '_wid_next']
+    >>> print(items[2])  # doctest: +NORMALIZE_WHITESPACE
     max(_wid_p0) OVER (PARTITION BY `k`, (wid_lo - pmod(wid_lo, 4)) ORDER BY wid_lo
                        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS _wid_p0_p
     """
     block = f"PARTITION BY {''.join(f'{quote(k)}, ' for k in keys)}{_start(n)} ORDER BY wid_lo"
     frame = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
-    return [*map(quote, keys), "wid_lo", "wid_hi",
+    return [*map(quote, keys), "wid_lo",
             *[f"{sql} OVER ({block} {frame}) AS {name}_p" for name, sql in merges],
             *[f"{sql} OVER ({block} DESC {frame}) AS {name}_s" for name, sql in merges],
             f"lag(wid_lo) OVER ({block}) AS _wid_prev", f"lead(wid_lo) OVER ({block}) AS _wid_next"]
@@ -54,14 +55,12 @@ def block_scans(keys: list[str], merges: list[tuple[str, str]], n: int) -> list[
 
 def block_parts(names: list[str], n: int) -> str:
     """The generator over :func:`block_scans`' rows: each pane's prefix row (ids ``_wid_from ..
-    _wid_to``) and suffix row, with the partials ``names`` (a range not of ``n`` ids: an error).
+    _wid_to``) and suffix row, with the partials ``names``.
 
     >>> print(block_parts(["_wid_p0"], 4).split(" AS ")[-1])
     (_wid_from, _wid_to, _wid_p0)
     """
-    wrong = f"raise_error(concat('wid: block scans of {n} ids met the range ', wid_lo, '..', wid_hi))"
-    checked = f"IF(wid_hi - wid_lo = {n - 1}, wid_lo, {wrong})"
-    prefix = ", ".join([checked, f"coalesce(_wid_next, {_start(n)} + {n}) - 1", *[f"{x}_p" for x in names]])
+    prefix = ", ".join(["wid_lo", f"coalesce(_wid_next, {_start(n)} + {n}) - 1", *[f"{x}_p" for x in names]])
     suffix = ", ".join([f"coalesce(_wid_prev, {_start(n)}) + {n}", f"wid_lo + {n - 1}", *[f"{x}_s" for x in names]])
     return f"stack(2, {prefix}, {suffix}) AS ({', '.join([_FROM, _TO, *names])})"
 
@@ -74,14 +73,14 @@ NONEMPTY = f"{_FROM} <= {_TO}"
 
 def block_windows(panes: DataFrame, keys: list[str], merges: list[tuple[str, str]], n: int,
                   wid: str) -> DataFrame:
-    """Rows ``(keys, partials, wid)`` over ``panes`` (``keys``, ``wid_lo``, ``wid_hi`` and the partials that
-    ``merges`` name, each range ``n`` ids): one or two per id some pane covers; their merge by
+    """Rows ``(keys, partials, wid)`` over ``panes`` (``keys``, ``wid_lo`` and the partials that
+    ``merges`` name, each pane's range ``n`` ids from ``wid_lo``): one or two per id some pane covers; their merge by
     ``(keys, wid)`` is the window's.
 
     Three panes of ranges of 3 ids (``wid_lo`` 0, 2, 4) with maxima 5, 7, 2: window 2 holds the
     first two, window 4 the last two:
 
-    >>> panes = spark.createDataFrame([(0, 2, 5), (2, 4, 7), (4, 6, 2)], "wid_lo long, wid_hi long, _wid_p0 long")
+    >>> panes = spark.createDataFrame([(0, 5), (2, 7), (4, 2)], "wid_lo long, _wid_p0 long")
     >>> rows = block_windows(panes, [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")
     >>> sorted(tuple(r) for r in rows.groupBy("wid").max("_wid_p0").collect())
     [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
@@ -96,7 +95,7 @@ def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]]
     """:func:`block_windows` as SQL text over the relation ``panes`` (a quoted name or a
     parenthesised query).
 
-    >>> panes = "(SELECT * FROM VALUES (0L, 2L, 5L), (2L, 4L, 7L), (4L, 6L, 2L) AS t(wid_lo, wid_hi, _wid_p0))"
+    >>> panes = "(SELECT * FROM VALUES (0L, 5L), (2L, 7L), (4L, 2L) AS t(wid_lo, _wid_p0))"
     >>> text = block_windows_sql(panes, [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")
     >>> sorted(tuple(r) for r in spark.sql(f"SELECT wid, max(_wid_p0) FROM ({text}) GROUP BY wid").collect())
     [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]

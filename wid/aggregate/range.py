@@ -7,7 +7,8 @@ tuple covers, with the aggregates. Nothing here knows how the ranges were made.
 Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into its ids:
 
 1. **panes**: tuples sharing ``(keys, wid_lo, wid_hi)`` pre-aggregate into one partial
-   (a tumbling group-by), then move once to the partition of their keys (when the caller
+   (a tumbling group-by; by ``(keys, wid_lo)`` alone when the caller knows every range's
+   width, :func:`pane_range`), then move once to the partition of their keys (when the caller
    bounds every range by :data:`DIRECT` ids, and knows no common width above :data:`SCANNED`,
    the panes go straight to step 3, each over its ids);
 2. **blocks**: a pane covering more than :data:`SHORT` ids splits its range into its
@@ -66,8 +67,11 @@ _L, _R = f"-shiftright(-wid_lo, {_K})", f"shiftright(wid_hi + 1, {_K})"
 _TAKEN = f"{_SHORT} OR ({_L} < {_R} AND pmod(IF({_STEP} % 2 = 0, {_L}, {_R}), 2) = 1)"
 _LEVEL_OF = f"IF({_SHORT}, 0, {_K})"
 _BLOCK_OF = f"IF({_SHORT}, wid_lo + {_STEP}, IF({_STEP} % 2 = 0, {_L}, {_R} - 1))"
-#: A range (a tuple's or a short pane's) spreads over its ids.
-_IDS = "explode(sequence(wid_lo, wid_hi))"
+
+
+def _ids(last: str = "wid_hi") -> str:
+    """A range (a tuple's, or a short pane's ending at ``last``) spread over its ids."""
+    return f"explode(sequence(wid_lo, {last}))"
 #: Block j of level k spreads over its 2^k ids.
 _SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} + 1, {_LEVEL}) - 1))"
 
@@ -192,6 +196,25 @@ def scanned(width: int | None) -> bool:
     return width is not None and width > SCANNED
 
 
+def pane_range(width: int | None) -> tuple[list[tuple[str, str]], str]:
+    """How a pane holds its range, as SQL text: its grouping items ``(name, expression)`` and its
+    last id. Without a ``width``, ``wid_lo`` and ``wid_hi``; with one (every range ``width`` ids),
+    ``wid_lo`` alone, the last id ``wid_lo + width - 1`` (narrower panes, a shorter hash key), and
+    a range of another length fails the query instead of being counted wrong.
+
+    >>> pane_range(None)
+    ([('wid_lo', 'wid_lo'), ('wid_hi', 'wid_hi')], 'wid_hi')
+    >>> ranged, last = pane_range(3)
+    >>> print(ranged[0][1]); print(last)
+    IF(wid_hi - wid_lo = 2, wid_lo, raise_error(concat('wid: ranges of 3 ids expected, met ', wid_lo, '..', wid_hi)))
+    wid_lo + 2
+    """
+    if width is None:
+        return [("wid_lo", "wid_lo"), ("wid_hi", "wid_hi")], "wid_hi"
+    wrong = f"raise_error(concat('wid: ranges of {width} ids expected, met ', wid_lo, '..', wid_hi))"
+    return [("wid_lo", f"IF(wid_hi - wid_lo = {width - 1}, wid_lo, {wrong})")], f"wid_lo + {width - 1}"
+
+
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
                     span: int | None = None, width: int | None = None) -> DataFrame:
     """One row per ``(keys, wid)`` covered by some tuple's ``[wid_lo, wid_hi]``: columns
@@ -219,15 +242,16 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
     names, named, outer = [name for name, _ in partials], inner(keys), keys
     keys = columns(named)
-    panes = tagged.groupBy(*[column(k).alias(n) for k, n in zip(outer, named)], "wid_lo", "wid_hi").agg(
-        *[_as(sql, name) for name, sql in partials])
+    ranged, last = pane_range(width)
+    panes = tagged.groupBy(*[column(k).alias(n) for k, n in zip(outer, named)],
+                           *[_as(sql, name) for name, sql in ranged]).agg(*[_as(sql, name) for name, sql in partials])
     finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
     if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
         panes = panes.repartition(*keys)
     if scanned(width):
         ids = block_windows(panes, named, merges, width, WID)
-    elif short(span):
-        ids = panes.select(*keys, *names, _as(_IDS, WID))
+    elif short(width or span):  # a width up to SCANNED (<= DIRECT) spreads: the blocks below see no width
+        ids = panes.select(*keys, *names, _as(_ids(last), WID))
     else:
         steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
         blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
@@ -248,7 +272,7 @@ def inner(keys: list[str]) -> list[str]:
 
 def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
     """The fallback: each tuple once per id of its range, then a plain group-by."""
-    copies = tagged.withColumn(WID, F.expr(_IDS))
+    copies = tagged.withColumn(WID, F.expr(_ids()))
     return copies.groupBy(*columns(keys), WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
 
 
@@ -268,21 +292,24 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     key = "".join(f"{quote(k)}, " for k in keys)
     if not all(a.decomposable for a in aggregates):
         return (f"SELECT {key}{WID}, {', '.join(f'{a.direct_sql()} AS {quote(a.alias)}' for a in aggregates)} "
-                f"FROM (SELECT *, {_IDS} AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
+                f"FROM (SELECT *, {_ids()} AS {WID} FROM {tagged}) GROUP BY {key}{WID}")
     partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
     merged = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
     merges = ", ".join(f"{sql} AS {name}" for name, sql in merged)
     names = "".join(f"{name}, " for name, _ in partials)
     named = inner(keys)
     renamed = "".join(f"{quote(k)} AS {n}, " for k, n in zip(keys, named))
-    panes = (f"SELECT {renamed}wid_lo, wid_hi, {', '.join(f'{sql} AS {name}' for name, sql in partials)} "
-             f"FROM {tagged} GROUP BY {key}wid_lo, wid_hi") + (f" DISTRIBUTE BY {', '.join(named)}" if keys else "")
+    ranged, last = pane_range(width)
+    panes = (f"SELECT {renamed}{''.join(f'{sql} AS {name}, ' for name, sql in ranged)}"
+             f"{', '.join(f'{sql} AS {name}' for name, sql in partials)} "
+             f"FROM {tagged} GROUP BY {key}{', '.join(sql for _, sql in ranged)}"
+             ) + (f" DISTRIBUTE BY {', '.join(named)}" if keys else "")
     outer = "".join(f"{n} AS {quote(k)}, " for k, n in zip(keys, named))
     key = "".join(f"{n}, " for n in named)
     if scanned(width):
         ids = block_windows_sql(f"({panes})", named, merged, width, WID)
-    elif short(span):
-        ids = f"SELECT {key}{names}{_IDS} AS {WID} FROM ({panes})"
+    elif short(width or span):
+        ids = f"SELECT {key}{names}{_ids(last)} AS {WID} FROM ({panes})"
     else:
         steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"
         blocks = (f"SELECT {key}{_LEVEL_OF} AS {_LEVEL}, {_BLOCK_OF} AS {_BLOCK}, {merges} FROM ({steps}) "
