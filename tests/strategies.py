@@ -263,9 +263,9 @@ def clauses(draw, kind: str, attribute: Attribute) -> Clause:
     elif kind == "hopping":  # slide > range: gaps between the extents
         s_text, s = _measure(draw, attribute, above=max(smallest, least))
         r_text, r = _measure(draw, attribute, below=s)
-    elif kind == "aligned":  # a range of k slides, k > SCANNED: every tuple in exactly k windows
+    elif kind == "aligned":  # a range of k slides: every tuple in exactly k windows (block scans above SCANNED)
         s_text, s = _measure(draw, attribute, above=least)
-        r = s * draw(st.integers(SCANNED + 1, OVERLAP))
+        r = s * draw(st.one_of(st.integers(2, SCANNED), st.integers(SCANNED + 1, OVERLAP)))
         r_text = _decimal_text(r) + (" SECONDS" if attribute.type == "timestamp" else "")
     else:  # sliding, with a range that is not a multiple of the slide
         r_text, r = _measure(draw, attribute, above=max(smallest, least * 3 / 2))

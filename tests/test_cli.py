@@ -15,6 +15,7 @@ import pytest
 from chispa import assert_df_equality
 
 import wid
+from wid import bench
 from wid.cli import BAD_INPUT, main
 from wid.console import cell
 from wid.plan import Plan
@@ -241,9 +242,10 @@ def test_console_script_runs_q1(spark):
 
 
 @pytest.mark.slow
-def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, capsys, tmp_path):
+def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, capsys, tmp_path, monkeypatch):
     chart = tmp_path / "bench.png"
-    args = ["bench", "--rows", "3000", "--ratios", "2,5", "--slide", "10", "--segments", "5", "--repeat", "1",
+    monkeypatch.setattr(bench, "ONCE", 0.0)  # every case "slow": its first run is its only one
+    args = ["bench", "--rows", "3000", "--ratios", "2,5", "--slide", "10", "--segments", "5", "--repeat", "2",
             "--chart", str(chart)]
     assert main(args, spark=spark) == 0
     out, err = capsys.readouterr()
@@ -256,8 +258,9 @@ def test_bench_prints_a_table_per_ratio_after_checking_against_window(spark, cap
     assert lines[3].startswith("wid cost at range/slide 5 vs 2: ")
     # wid is checked against window() before anything is timed, then one progress line per
     # measurement: each ratio, each case of the table, in order
-    runs = list(re.finditer(r"range/slide (\d+): (.+?) run 1/1 \d+\.\d+ s$", err, re.MULTILINE))
+    runs = list(re.finditer(r"range/slide (\d+): (.+?) run 1/2 \d+\.\d+ s$", err, re.MULTILINE))
     cases = ("wid", "wid view", "window()", "tumbling")
     assert [m.groups() for m in runs] == [(ratio, case) for ratio in ("2", "5") for case in cases]
+    assert " run 2/2 " not in err
     assert -1 < err.find("checked: wid = window() (count, min, max) at range/slide 5") < runs[0].start()
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and lines[4] == f"chart: {chart}"

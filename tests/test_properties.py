@@ -211,8 +211,8 @@ def test_sliding_windows(spark, case):
 
 @given(case=cases(("aligned",)))
 def test_sliding_windows_whose_slide_divides_the_range(spark, case):
-    """``[RANGE k*s SLIDE s WATTR x]``, k > SCANNED: every tuple in exactly k windows (the aggregate
-    reads them off block scans of the panes)."""
+    """``[RANGE k*s SLIDE s WATTR x]``, k >= 2: every tuple in exactly k windows (the panes keep
+    their first id alone; above SCANNED the aggregate reads the windows off block scans)."""
     check_query(spark, case)
 
 
