@@ -5,7 +5,8 @@ One generated traffic stream (cached) serves every case. For each ratio ``r/s`` 
 fixed, range ``r = ratio * s``) every case in :data:`CASES` builds its DataFrame, which is
 evaluated in full through the ``noop`` sink; the median of ``--repeat`` runs (the cases
 interleaved; a case over :data:`ONCE` seconds runs once) is reported after one warm-up run per
-case (a progress line per run), and ``--chart`` draws time against range/slide. To add a case, append a :class:`Case` (and, if wanted, a pair to :data:`RATIOS`).
+case (a progress line per run), and ``--chart`` draws time against range/slide. To add a case,
+append a :class:`Case` (and, if wanted, a pair to :data:`RATIOS`).
 """
 
 from __future__ import annotations
@@ -128,7 +129,8 @@ def bench(
                     if run_ and runs[case.name][0] > ONCE:
                         continue
                     runs[case.name].append(seconds(case, spark, data, ratio * slide, slide))
-                    progress(f"range/slide {ratio}: {case.name} run {run_ + 1}/{repeat} {runs[case.name][-1]:.2f} s")
+                    once = f" (over {ONCE:.0f} s: timed once)" if repeat > 1 and runs[case.name][0] > ONCE else ""
+                    progress(f"range/slide {ratio}: {case.name} run {run_ + 1}/{repeat} {runs[case.name][-1]:.2f} s{once}")
             times[ratio] = {name: statistics.median(taken) for name, taken in runs.items()}
         return times
 
@@ -186,7 +188,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--segments", type=int, default=50, help="road segments (default 50)")
     parser.add_argument("--slide", type=int, default=60, help="slide in seconds (default 60)")
     parser.add_argument("--repeat", type=int, default=3,
-                        help="timed runs per case, interleaved (default 3; the table: median; one if over 60 s)")
+                        help=f"timed runs per case, interleaved (default 3; the table: median; one if over {ONCE:.0f} s)")
     parser.add_argument("--chart", metavar="PNG", default="bench.png",
                         help="where to write the chart of time against range/slide (default bench.png)")
     parser.add_argument("--spl", action="store_true", help=f"time only the SPL clause [{SPL_CLAUSE}] on --rows")

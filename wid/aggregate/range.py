@@ -192,6 +192,8 @@ def scanned(width: int | None) -> bool:
 
     >>> scanned(SCANNED), scanned(SCANNED + 1), scanned(None)
     (False, True, False)
+    >>> short(SCANNED)  # a known width is scanned or short, never split into dyadic blocks
+    True
     """
     return width is not None and width > SCANNED
 
@@ -206,12 +208,13 @@ def pane_range(width: int | None) -> tuple[list[tuple[str, str]], str]:
     ([('wid_lo', 'wid_lo'), ('wid_hi', 'wid_hi')], 'wid_hi')
     >>> ranged, last = pane_range(3)
     >>> print(ranged[0][1]); print(last)
-    IF(wid_hi - wid_lo = 2, wid_lo, raise_error(concat('wid: ranges of 3 ids expected, met ', wid_lo, '..', wid_hi)))
+    IF(wid_hi - wid_lo = 2, wid_lo, raise_error(concat('wid: ranges of 3 ids expected, met ', coalesce(CAST(wid_lo AS STRING), 'NULL'), '..', coalesce(CAST(wid_hi AS STRING), 'NULL'))))
     wid_lo + 2
     """
     if width is None:
         return [("wid_lo", "wid_lo"), ("wid_hi", "wid_hi")], "wid_hi"
-    wrong = f"raise_error(concat('wid: ranges of {width} ids expected, met ', wid_lo, '..', wid_hi))"
+    shown = [f"coalesce(CAST({end} AS STRING), 'NULL')" for end in ("wid_lo", "wid_hi")]
+    wrong = f"raise_error(concat('wid: ranges of {width} ids expected, met ', {shown[0]}, '..', {shown[1]}))"
     return [("wid_lo", f"IF(wid_hi - wid_lo = {width - 1}, wid_lo, {wrong})")], f"wid_lo + {width - 1}"
 
 
@@ -222,8 +225,10 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
     group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
     followed by another). ``width``: every range's number of ids, if the caller knows they are
-    all equal (a sliding window whose slide divides its range): longer than :data:`SCANNED`, the
-    windows come from block scans of the panes (:mod:`wid.aggregate.block_scans`). With keys,
+    all equal (a sliding window whose slide divides its range): the panes group by ``(keys,
+    wid_lo)`` alone and a range of another length fails the query (:func:`pane_range`); longer
+    than :data:`SCANNED`, the windows come from block scans of the panes
+    (:mod:`wid.aggregate.block_scans`). With keys,
     the panes move once to their keys' partition: the later group-bys shuffle nothing (a key's
     panes then share a core: few keys, few cores busy after the pane stage). The keys travel
     as :func:`inner` names, so no stage's own column can take a key's name.
@@ -250,7 +255,7 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
         panes = panes.repartition(*keys)
     if scanned(width):
         ids = block_windows(panes, named, merges, width, WID)
-    elif short(width or span):  # a width up to SCANNED (<= DIRECT) spreads: the blocks below see no width
+    elif short(width if width is not None else span):  # a width up to SCANNED spreads: the blocks see none
         ids = panes.select(*keys, *names, _as(_ids(last), WID))
     else:
         steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
@@ -308,7 +313,7 @@ def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate
     key = "".join(f"{n}, " for n in named)
     if scanned(width):
         ids = block_windows_sql(f"({panes})", named, merged, width, WID)
-    elif short(width or span):
+    elif short(width if width is not None else span):
         ids = f"SELECT {key}{names}{_ids(last)} AS {WID} FROM ({panes})"
     else:
         steps = f"SELECT {key}{names}wid_lo, wid_hi, {_STEPS} AS {_STEP} FROM ({panes})"

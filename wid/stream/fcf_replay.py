@@ -110,7 +110,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     late_any = column(purged).isNotNull() & (column(purged) >= column(WID_LO))
     kept = arrived.where(~late_any) if consistent else arrived
     on_time = kept.withColumn(WID_LO, F.greatest(WID_LO, column(_C) + 1)).where(column(WID_LO) <= column(WID_HI))
-    aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates, spec.span)  # cut: no longer
+    aggregated = range_aggregate(on_time, compiled.keys, compiled.aggregates, spec.span)  # cut: no longer, no width
     emitted = _emit_rows(aggregated, punctuations).withColumn(REVISION, F.lit(0).cast("long"))
     if purged != _C:
         allowed = kept.withColumn(WID_LO, F.greatest(WID_LO, column(purged) + 1)).withColumn(
