@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType, StructField, StructType
 
 from tests.test_fca_replay import R, VARIANTS, simulate
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_X
 from wid.stream.live_fca import SlideStep
 from wid.stream.live_input import KIND

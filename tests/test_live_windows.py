@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.stream.live_arrival import on_all_keys
 from wid.stream.live_input import KIND, TUPLE
 from wid.stream.live_state import PENDING

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wid.aggregate.range import DIRECT, SCANNED, SHORT, Aggregate, range_aggregate, range_aggregate_sql
+from wid.aggregate.partials import Aggregate
+from wid.aggregate.range import DIRECT, SCANNED, SHORT, range_aggregate, range_aggregate_sql
 from wid.spec.windows import Landmark, Sliding
 
 AGGREGATES = [Aggregate("n", "count"), Aggregate("nv", "count", "v"), Aggregate("total", "sum", "v"),

@@ -13,7 +13,8 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from wid.aggregate.fca import aggregate as fca_aggregate
-from wid.aggregate.range import Aggregate, range_aggregate
+from wid.aggregate.partials import Aggregate
+from wid.aggregate.range import range_aggregate
 from wid.bench_common import VIEW, cached, progress_lines, timed
 from wid.bucket.columns import WID_HI, WID_LO
 from wid.bucket.fca import units

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID
 
 

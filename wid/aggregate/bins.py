@@ -191,7 +191,7 @@ def at_windows(partials: dict[str, tuple[str, str | None, np.dtype]], r: Number,
     The readings' ``ts`` and ``v`` (in arrival order), RANGE 2, a window at every ``ts``:
 
     >>> from wid.aggregate.bin_columns import partials
-    >>> from wid.aggregate.range import Aggregate
+    >>> from wid.aggregate.partials import Aggregate
     >>> kinds = partials([Aggregate("n", "count"), Aggregate("total", "sum", "v")], {"v": np.dtype(np.int64)})
     >>> values = {"v": (np.array([5, 7, 1, 2]), np.ones(4, dtype=bool))}
     >>> parts = at_windows(kinds, 2, np.array([1.0, 4.0, 2.5, 9.0]), values, np.array([1.0, 2.5, 4.0, 9.0]))

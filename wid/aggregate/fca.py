@@ -36,7 +36,7 @@ from pyspark.sql.types import (
 from wid.aggregate.bin_columns import columns, output, partials
 from wid.aggregate.bins import at_windows
 from wid.aggregate.joined import joined_aggregate
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes
 from wid.bucket.plain import PlainNames

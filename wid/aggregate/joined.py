@@ -7,7 +7,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes
 from wid.spec.numbers import Number

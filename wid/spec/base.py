@@ -177,7 +177,7 @@ class WindowSpec(ABC):
 
     def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
         """One row per ``(keys, wid)``: the window-agnostic range aggregate (:mod:`wid.aggregate.range`)
-        of ``aggregates`` (:class:`wid.aggregate.range.Aggregate`)."""
+        of ``aggregates`` (:class:`wid.aggregate.partials.Aggregate`)."""
         from wid.aggregate.range import range_aggregate
 
         return range_aggregate(tagged, keys, aggregates, self.span, self.width)

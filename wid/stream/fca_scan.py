@@ -18,7 +18,7 @@ import pyarrow as pa
 from wid.aggregate.bin_columns import Finish, columns, finals, output, partials
 from wid.aggregate.bins import Bins, add, ends, lowest
 from wid.aggregate.fca import NULLABLE, by_key, contributing_rows, windows_of
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X
 from wid.spec.numbers import Number
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.aggregate.range import Aggregate, range_aggregate
+from wid.aggregate.partials import Aggregate
+from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler import CompiledQuery
 from wid.stream.live_windows import SHAPE, Bounds, Layout, Tagger

@@ -22,7 +22,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DoubleType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 
 
 def _count(flag: str) -> str:

@@ -11,7 +11,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.compiler import CompiledQuery, resolved
 from wid.spec.sqlexpr import column

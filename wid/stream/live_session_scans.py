@@ -36,7 +36,7 @@ class SessionState:
 
     >>> from fractions import Fraction
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-    >>> from wid.aggregate.range import Aggregate
+    >>> from wid.aggregate.partials import Aggregate
     >>> from wid.stream.live_sessions import advance_sessions
     >>> from wid.stream.live_windows import Bounds
     >>> names, types = ["k", "_wid_p0", "_wid_p1", "_wid_p2"], [StringType(), LongType(), DoubleType(), DoubleType()]
@@ -152,7 +152,7 @@ def key_scans(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionSt
 
     >>> from fractions import Fraction
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-    >>> from wid.aggregate.range import Aggregate
+    >>> from wid.aggregate.partials import Aggregate
     >>> from wid.stream.live_windows import Bounds
     >>> types = [StringType(), LongType(), DoubleType(), DoubleType()]
     >>> panes = StructType([StructField(n, t) for n, t in zip(["k", "_wid_p0", "_wid_p1", "_wid_p2"], types)])

@@ -75,7 +75,7 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
 
     >>> from fractions import Fraction
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
-    >>> from wid.aggregate.range import Aggregate
+    >>> from wid.aggregate.partials import Aggregate
     >>> from wid.stream.live_arrival import COUNT
     >>> from wid.stream.live_windows import SHAPE, Bounds
     >>> types = [StringType(), LongType(), DoubleType(), DoubleType()]

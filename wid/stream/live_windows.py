@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.types import StructType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED as CLOSED, WID_X
 from wid.stream.live_arrival import aligned, arrival_order, matched, stack
 from wid.stream.live_input import KIND, PUNCTUATION, TUPLE

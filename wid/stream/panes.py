@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from pyspark.sql.types import DecimalType, StructType
 
-from wid.aggregate.range import Aggregate
+from wid.aggregate.partials import Aggregate
 
 LO, HI = "wid_lo", "wid_hi"
 DIGITS = 80  # decimal sums in Python: exact far beyond Spark's 38 digits
