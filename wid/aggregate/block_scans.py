@@ -74,8 +74,8 @@ NONEMPTY = f"{_FROM} <= {_TO}"
 def block_windows(panes: DataFrame, keys: list[str], merges: list[tuple[str, str]], n: int,
                   wid: str) -> DataFrame:
     """Rows ``(keys, partials, wid)`` over ``panes`` (``keys``, ``wid_lo`` and the partials that
-    ``merges`` name, each pane's range ``n`` ids from ``wid_lo``): one or two per id some pane covers; their merge by
-    ``(keys, wid)`` is the window's.
+    ``merges`` name, each pane's range ``n`` ids from ``wid_lo``): one or two per id some pane
+    covers; their merge by ``(keys, wid)`` is the window's.
 
     Three panes of ranges of 3 ids (``wid_lo`` 0, 2, 4) with maxima 5, 7, 2: window 2 holds the
     first two, window 4 the last two:

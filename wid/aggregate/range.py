@@ -65,13 +65,14 @@ _L, _R = f"-shiftright(-wid_lo, {_K})", f"shiftright(wid_hi + 1, {_K})"
 _TAKEN = f"{_SHORT} OR ({_L} < {_R} AND pmod(IF({_STEP} % 2 = 0, {_L}, {_R}), 2) = 1)"
 _LEVEL_OF = f"IF({_SHORT}, 0, {_K})"
 _BLOCK_OF = f"IF({_SHORT}, wid_lo + {_STEP}, IF({_STEP} % 2 = 0, {_L}, {_R} - 1))"
+#: Block j of level k spreads over its 2^k ids.
+_SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} + 1, {_LEVEL}) - 1))"
 
 
 def _ids(last: str = "wid_hi") -> str:
     """A range (a tuple's, or a short pane's ending at ``last``) spread over its ids."""
     return f"explode(sequence(wid_lo, {last}))"
-#: Block j of level k spreads over its 2^k ids.
-_SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} + 1, {_LEVEL}) - 1))"
+
 
 def _as(sql: str, name: str) -> Column:
     return F.expr(f"{sql} AS {quote(name)}")
@@ -129,10 +130,10 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     all equal (a sliding window whose slide divides its range): the panes group by ``(keys,
     wid_lo)`` alone and a range of another length fails the query (:func:`pane_range`); longer
     than :data:`SCANNED`, the windows come from block scans of the panes
-    (:mod:`wid.aggregate.block_scans`). With keys,
-    the panes move once to their keys' partition: the later group-bys shuffle nothing (a key's
-    panes then share a core: few keys, few cores busy after the pane stage). The keys travel
-    as :func:`inner` names, so no stage's own column can take a key's name.
+    (:mod:`wid.aggregate.block_scans`). With keys, the panes move once to their keys' partition:
+    the later group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
+    after the pane stage). The keys travel as :func:`inner` names, so no stage's own column can
+    take a key's name.
 
     Each tuple counts once in every id of its range:
 
