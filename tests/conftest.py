@@ -1,4 +1,4 @@
-"""Shared test setup: the checkout is importable, and one loopback Spark session serves the run."""
+"""Shared test setup: the checkout is importable; one loopback Spark session and one Spark Connect server serve the run."""
 
 from __future__ import annotations
 
@@ -27,12 +27,22 @@ if importlib.util.find_spec("wid.datasets") is None:
 
 from wid.session import local_session  # noqa: E402
 
+from connect_server import connect_server  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     session = local_session()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory) -> Iterator[str]:
+    """One Spark Connect server on a loopback port for the whole run (started by the first test
+    that asks for it, stopped at the end); its ``sc://127.0.0.1:PORT`` URL."""
+    with connect_server(tmp_path_factory.mktemp("connect") / "server.log") as url:
+        yield url
 
 
 # Hypothesis profiles for tests/test_properties.py: ``ci`` (the default) is small and

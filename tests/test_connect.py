@@ -1,11 +1,11 @@
 """docs/semantics.md section 9: everything works the same on a Spark Connect session as on a classic one.
 
-A Spark Connect server is started from the installed pyspark on a loopback port (once for
-this module). Each case of :data:`CASES` runs the public API on a seeded random stream; a
-client process (this file run as a script: a Connect session marks the whole Python process
-as Connect, so it cannot share the classic test session's process) runs every case through
-``SparkSession.builder.remote(...)`` and has the server write the results as parquet; the
-tests compare them with the same cases on the classic session.
+A Spark Connect server is started from the installed pyspark on a loopback port (once for the
+run: conftest's ``connect_url``). Each case of :data:`CASES` runs the public API on a seeded
+random stream; a client process (this file run as a script: a Connect session marks the whole
+Python process as Connect, so it cannot share the classic test session's process) runs every
+case through ``SparkSession.builder.remote(...)`` and has the server write the results as
+parquet; the tests compare them with the same cases on the classic session.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import wid
 from wid import punctuate
 from wid.stream.replay import replay
 
-from connect_server import assert_wid_run_matches_local, connect_server, spark_env
+from connect_server import assert_wid_run_matches_local, spark_env
 
 VIEW = "wid_connect_stream"
 SLIDING = f"SELECT seg_id, count(*) AS n, max(speed) AS hi, avg(speed) AS mean FROM {VIEW} " \
@@ -136,16 +136,10 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> str:
-    with connect_server(tmp_path_factory.mktemp("connect") / "server.log") as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def remote(server, tmp_path_factory) -> Path:
+def remote(connect_url, tmp_path_factory) -> Path:
     """The directory where the Connect client left every case's results."""
     out = tmp_path_factory.mktemp("remote")
-    client = subprocess.run([sys.executable, __file__, server, str(out)], env=spark_env(),
+    client = subprocess.run([sys.executable, __file__, connect_url, str(out)], env=spark_env(),
                             capture_output=True, text=True, timeout=900)
     assert client.returncode == 0, client.stderr[-5000:]
     return out
@@ -174,8 +168,8 @@ def test_bad_input_gives_the_same_message_on_connect(classic, remote, error):
     assert message in json.loads((remote / "errors.json").read_text())[error]
 
 
-def test_wid_run_remote_prints_the_local_result(classic, server, capsys):
-    assert_wid_run_matches_local(classic, capsys, "--remote", server)
+def test_wid_run_remote_prints_the_local_result(classic, connect_url, capsys):
+    assert_wid_run_matches_local(classic, capsys, "--remote", connect_url)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ from wid.stream import live_run
 from wid.stream.live import live
 from wid.stream.replay import replay
 
-from connect_server import connect_server, spark_env
+from connect_server import spark_env
+from live_jobs import run_in_waves
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +52,6 @@ ROWS_QUERIES = {
     "rows_hopping_where": f"SELECT count(*) AS n, max(x) AS hi FROM {VIEW} [RANGE 2 ROWS SLIDE 3 ROWS WATTR row_num] "
                           "WHERE v > 2",
 }
-WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
 
 
 #: A nanosecond arrival clock as ``row_num`` (past 2**53: no double holds it).
@@ -105,7 +105,7 @@ def _split(source: DataFrame) -> tuple[DataFrame, DataFrame]:
 
 @pytest.fixture(scope="module")
 def outputs(spark, stream, tmp_path_factory) -> dict:
-    """Every generator's live query run to completion, ``WAVE`` queries at a time."""
+    """Every generator's live query run to completion, a few at a time."""
     directory, everything = stream
     static_punctuations = everything.where(F.col(FLAG)).select("row_num", "k", "x")
     source = live_run.source(spark, directory)
@@ -113,11 +113,7 @@ def outputs(spark, stream, tmp_path_factory) -> dict:
     work = tmp_path_factory.mktemp("sinks")
     jobs = {name: live(spark, QUERY, tuples, generator) for name, generator in generators(spark, punctuations).items()}
     jobs.update({name: live(spark, text, tuples) for name, text in ROWS_QUERIES.items()})
-    names = list(jobs)
-    for wave in range(0, len(names), WAVE):
-        started = [live_run.start(jobs[n], work / n / "out", work / n / "checkpoint") for n in names[wave:wave + WAVE]]
-        for query in started:
-            live_run.run(query)
+    run_in_waves(jobs, work)
     return {name: (live_run.read_output(spark, job, work / name / "out"), static_punctuations)
             for name, job in jobs.items()}
 
@@ -203,10 +199,11 @@ def test_live_landmark_windows_equal_replay(spark, tmp_path):
     frame.createOrReplaceTempView(VIEW + "_l")
     directory = live_run.split_into_files(frame, tmp_path / "in", 3)
     text = LANDMARK.format(view=VIEW + "_l")
-    for name, generator in (("slack", punctuate.slack(1.5)), ("ordered_by", punctuate.ordered_by("k"))):
-        job = live(spark, text, live_run.source(spark, directory), generator)
-        live_run.run(live_run.start(job, tmp_path / name / "out", tmp_path / name / "checkpoint"))
-        results, late = live_run.read_output(spark, job, tmp_path / name / "out")
+    generators = {"slack": punctuate.slack(1.5), "ordered_by": punctuate.ordered_by("k")}
+    jobs = {name: live(spark, text, live_run.source(spark, directory), g) for name, g in generators.items()}
+    run_in_waves(jobs, tmp_path)
+    for name, generator in generators.items():
+        results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
         expected = replay(spark, text, punctuation=generator)
         assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
         assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
@@ -280,15 +277,12 @@ def test_live_operational_windows_equal_replay(spark, tmp_path):
     source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
     texts = [f"SELECT k, count(*) AS c, sum(n) AS total, min(v) AS lo, max(v) AS hi, avg(n) AS mean "
              f"FROM {VIEW}_op [{clause}]{where} GROUP BY k" for clause, _, where in OPERATIONAL]
-    jobs = [live(spark, text, source, window=window) for text, (_, window, _) in zip(texts, OPERATIONAL)]
-    for wave in range(0, len(jobs), WAVE):
-        started = [live_run.start(jobs[i], tmp_path / f"out{i}", tmp_path / f"checkpoint{i}")
-                   for i in range(wave, min(wave + WAVE, len(jobs)))]
-        for query in started:
-            live_run.run(query)
+    jobs = {str(i): live(spark, text, source, window=window)
+            for i, (text, (_, window, _)) in enumerate(zip(texts, OPERATIONAL))}
+    run_in_waves(jobs, tmp_path)
     flushed = 0
-    for i, (text, job, (_, window, _)) in enumerate(zip(texts, jobs, OPERATIONAL)):
-        results, late = live_run.read_output(spark, job, tmp_path / f"out{i}")
+    for i, (text, (_, window, _)) in enumerate(zip(texts, OPERATIONAL)):
+        results, late = live_run.read_output(spark, jobs[str(i)], tmp_path / str(i) / "out")
         assert_df_equality(results, replay(spark, text, window=window).results, ignore_row_order=True,
                            ignore_nullable=True)
         assert late.count() == 0 and results.where(F.col("emit_row").isNotNull()).count() > 0
@@ -316,9 +310,7 @@ def test_live_slide_by_tuple_windows_equal_replay(spark, tmp_path):
              "embedded": (text.format(view=VIEW + "_fca", slide="1 ROW SATTR row_num", where=""),
                           punctuate.embedded(punctuations), punctuate.embedded(static))}
     jobs = {name: live(spark, query, tuples, generator) for name, (query, generator, _) in cases.items()}
-    started = [live_run.start(job, tmp_path / name / "out", tmp_path / name / "cp") for name, job in jobs.items()]
-    for query in started:
-        live_run.run(query)
+    run_in_waves(jobs, tmp_path)
     for name, (query, _, generator) in cases.items():
         results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
         expected = replay(spark, query, punctuation=generator)
@@ -367,11 +359,7 @@ def test_live_keeps_nan_apart_from_null_as_replay(spark, tmp_path):
     tuples, punctuations = _split(live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2)))
     jobs = {name: live(spark, text, tuples, punctuate.embedded(punctuations) if generator == "embedded" else generator)
             for name, (text, generator) in NAN_QUERIES.items()}
-    names = list(jobs)
-    for wave in range(0, len(names), WAVE):
-        started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in names[wave:wave + WAVE]]
-        for query in started:
-            live_run.run(query)
+    run_in_waves(jobs, tmp_path)
     late_nan = 0
     for name, (text, generator) in NAN_QUERIES.items():
         results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
@@ -415,11 +403,7 @@ def test_live_sessions_equal_replay(spark, tmp_path):
              "embedded": (punctuate.embedded(punctuations), punctuate.embedded(static)),
              "end_only": (None, None)}
     jobs = {name: live(spark, text, tuples, generator) for name, (generator, _) in cases.items()}
-    for wave in range(0, len(jobs), WAVE):
-        names = list(jobs)[wave:wave + WAVE]
-        started = [live_run.start(jobs[n], tmp_path / n / "out", tmp_path / n / "cp") for n in names]
-        for query in started:
-            live_run.run(query)
+    run_in_waves(jobs, tmp_path)
     lates = {}
     for name, (_, generator) in cases.items():
         results, late = live_run.read_output(spark, jobs[name], tmp_path / name / "out")
@@ -639,11 +623,10 @@ def run_remote(url: str, directory: Path, work: Path) -> None:
         spark.stop()
 
 
-def test_live_over_spark_connect_equals_replay(spark, stream, tmp_path):
+def test_live_over_spark_connect_equals_replay(spark, connect_url, stream, tmp_path):
     directory, _ = stream
-    with connect_server(tmp_path / "server.log") as url:
-        client = subprocess.run([sys.executable, __file__, url, str(directory), str(tmp_path)], env=spark_env(),
-                                capture_output=True, text=True, timeout=1500)
+    client = subprocess.run([sys.executable, __file__, connect_url, str(directory), str(tmp_path)], env=spark_env(),
+                            capture_output=True, text=True, timeout=1500)
     assert client.returncode == 0, client.stderr[-5000:]
     tuples, _ = _split(live_run.source(spark, directory))
     job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))

@@ -29,6 +29,8 @@ from wid.stream.replay import replay
 from wid.compiler import query
 from wid.errors import WidError
 
+from live_jobs import run_in_waves
+
 #: Plain name -> the name it has in the hostile view.
 HOSTILE = {"k": "seg.id", "x": "t.s", "v": "sp ee`d.1"}
 #: Kinds whose Bucket, aggregate or replay differ in how they reach Spark (a compiled column
@@ -115,12 +117,11 @@ def test_live_mode_with_hostile_names_equals_replay(spark, views, tmp_path: Path
     cases = [(KINDS["sliding"][0], punctuate.slack(1)), (KINDS["spl_delta"][0], None),
              (KINDS["session"][0], punctuate.slack(3))]
     texts = [_text(clause, "names_hostile", True) for clause, _ in cases]
-    jobs = [live(spark, text, source, generator) for text, (_, generator) in zip(texts, cases)]
-    for i, job in enumerate(jobs):
-        live_run.run(live_run.start(job, tmp_path / f"out{i}", tmp_path / f"checkpoint{i}"))
+    jobs = {str(i): live(spark, text, source, generator) for i, (text, (_, generator)) in enumerate(zip(texts, cases))}
+    run_in_waves(jobs, tmp_path)
     late = 0
-    for i, (text, job, (_, generator)) in enumerate(zip(texts, jobs, cases)):
-        results, late_rows = live_run.read_output(spark, job, tmp_path / f"out{i}")
+    for i, (text, (_, generator)) in enumerate(zip(texts, cases)):
+        results, late_rows = live_run.read_output(spark, jobs[str(i)], tmp_path / str(i) / "out")
         expected = replay(spark, text, punctuation=generator)
         assert _differing(results, expected.results.select(*[F.col(quote(c)) for c in results.columns])) == 0
         assert _differing(late_rows, expected.late.select(*[F.col(quote(c)) for c in late_rows.columns])) == 0

@@ -328,17 +328,36 @@ def _strings(df) -> list[list[str]]:
     return sorted([str(v) for v in r] for r in df.collect())
 
 
+def _walkthrough() -> list[str]:
+    """The README's shell blocks marked ``walkthrough``, in order."""
+    text = (ROOT / "README.md").read_text()
+    return [block.split("```sh\n", 1)[1].split("\n```", 1)[0]
+            for block in text.split("<!-- walkthrough:")[1:]]
+
+
+def _run_walkthrough(block: str, home: Path) -> subprocess.CompletedProcess:
+    """A README block run as written from the checkout's root, ``wid`` this checkout's CLI and
+    HOME ``home`` (loopback only: a Spark defaults file for the ``spark-sql`` process)."""
+    conf = home / "conf"
+    conf.mkdir(exist_ok=True)
+    (conf / "spark-defaults.conf").write_text("spark.driver.host 127.0.0.1\nspark.ui.enabled false\n")
+    env = {**_env(), "HOME": str(home), "SPARK_CONF_DIR": str(conf), "TZ": "UTC",
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    script = f'set -e\nwid() {{ "{sys.executable}" -m wid.cli "$@"; }}\n{block}\n'
+    return subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+
+
 @pytest.fixture(scope="module")
-def hive_catalog(tmp_path_factory):
-    """A catalog home with table ``traffic`` (the sample) and the window view ``q1`` = Q1,
-    made by ``wid sql`` in its own process."""
-    home = tmp_path_factory.mktemp("wid-home")
-    statements = (f"CREATE TABLE traffic USING parquet AS SELECT * FROM parquet.`{SAMPLE}`; "
-                  f"CREATE VIEW q1 AS {Q1}")
-    done = subprocess.run([sys.executable, "-m", "wid.cli", "sql", "--warehouse", str(home), "-e", statements],
-                          env=_env(), capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return home
+def hive_catalog(tmp_path_factory) -> Path:
+    """The catalog home ``~/.wid`` that the README's first walkthrough block makes, run as written
+    (HOME a temporary directory): ``wid sql``, in its own process, saves the sample as the table
+    ``traffic`` and creates the window view ``q1`` = Q1."""
+    blocks = _walkthrough()
+    assert len(blocks) == 2 and "CREATE VIEW q1" in blocks[0] and "spark-sql" in blocks[1]
+    home = tmp_path_factory.mktemp("home")
+    done = _run_walkthrough(blocks[0], home)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return home / ".wid"
 
 
 @pytest.mark.slow
@@ -395,28 +414,12 @@ def test_serve_refuses_a_bad_port(spark, capsys):
     assert "--port must be 1..65535" in capsys.readouterr().err
 
 
-def _walkthrough() -> list[str]:
-    """The README's shell blocks marked ``walkthrough``, in order."""
-    text = (ROOT / "README.md").read_text()
-    return [block.split("```sh\n", 1)[1].split("\n```", 1)[0]
-            for block in text.split("<!-- walkthrough:")[1:]]
-
-
 @pytest.mark.slow
-def test_readme_walkthrough_through_the_spark_sql_binary(request, tmp_path):
-    """The README's commands as written (``wid`` = this checkout's CLI, HOME a temporary directory):
-    ``wid sql`` saves the sample as a table and creates Q1 as a persistent view; the
-    distribution's ``spark-sql``, a separate process on the same warehouse and metastore, reads
-    it: the rows of ``wid.query``."""
-    blocks = _walkthrough()
-    assert len(blocks) == 2 and "CREATE VIEW q1" in blocks[0] and "spark-sql" in blocks[1]
-    conf = tmp_path / "conf"  # loopback only: Spark's defaults file of the spark-sql process
-    conf.mkdir()
-    (conf / "spark-defaults.conf").write_text("spark.driver.host 127.0.0.1\nspark.ui.enabled false\n")
-    env = {**_env(), "HOME": str(tmp_path), "SPARK_CONF_DIR": str(conf), "TZ": "UTC",
-           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    script = f'set -e\nwid() {{ "{sys.executable}" -m wid.cli "$@"; }}\n{blocks[0]}\n{blocks[1]}\n'
-    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+def test_readme_walkthrough_through_the_spark_sql_binary(request, hive_catalog):
+    """The README's commands as written: after its first block (``hive_catalog``: ``wid sql`` made
+    the table and the view ``q1``), the distribution's ``spark-sql``, a separate process on the same
+    warehouse and metastore, reads ``q1``: the rows of ``wid.query``."""
+    done = _run_walkthrough(_walkthrough()[1], hive_catalog.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     spark = request.getfixturevalue("spark")  # started now: one Spark process at a time

@@ -1,0 +1,20 @@
+"""Live queries of a test run to completion a few at a time (one Spark session serves them all)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from wid.stream import live_run
+from wid.stream.live_output import Live
+
+WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
+
+
+def run_in_waves(jobs: dict[str, Live], work: Path) -> None:
+    """Each job of ``jobs`` run to completion (``Trigger.AvailableNow``), ``WAVE`` at a time: its
+    sink in ``work/name/out``, its checkpoint in ``work/name/checkpoint``."""
+    names = list(jobs)
+    for wave in range(0, len(names), WAVE):
+        started = [live_run.start(jobs[n], work / n / "out", work / n / "checkpoint") for n in names[wave:wave + WAVE]]
+        for query in started:
+            live_run.run(query)
