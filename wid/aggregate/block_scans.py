@@ -21,6 +21,8 @@ each tuple's).
 
 from __future__ import annotations
 
+from pyspark.sql import DataFrame
+
 from wid.spec.sqlexpr import quote
 
 _FROM, _TO = "_wid_from", "_wid_to"
@@ -69,14 +71,29 @@ IDS = f"explode(sequence({_FROM}, {_TO}))"
 NONEMPTY = f"{_FROM} <= {_TO}"
 
 
-def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]], n: int, wid: str) -> str:
-    """Rows ``(keys, partials, wid)`` over the relation ``panes`` (SQL text: a quoted name or a
-    parenthesised query, with ``keys``, ``wid_lo`` and the partials that ``merges`` name, each
-    pane's range ``n`` ids from ``wid_lo``): one or two per id some pane covers; their merge by
-    ``(keys, wid)`` is the window's.
+def block_windows(panes: DataFrame, keys: list[str], merges: list[tuple[str, str]], n: int,
+                  wid: str) -> DataFrame:
+    """Rows ``(keys, partials, wid)`` over ``panes`` (``keys``, ``wid_lo`` and the partials that
+    ``merges`` name, each pane's range ``n`` ids from ``wid_lo``): one or two per id some pane
+    covers; their merge by ``(keys, wid)`` is the window's.
 
     Three panes of ranges of 3 ids (``wid_lo`` 0, 2, 4) with maxima 5, 7, 2: window 2 holds the
     first two, window 4 the last two:
+
+    >>> panes = spark.createDataFrame([(0, 5), (2, 7), (4, 2)], "wid_lo long, _wid_p0 long")
+    >>> rows = block_windows(panes, [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")
+    >>> sorted(tuple(r) for r in rows.groupBy("wid").max("_wid_p0").collect())
+    [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
+    """
+    names, quoted = [name for name, _ in merges], [quote(k) for k in keys]
+    scanned = panes.selectExpr(*block_scans(keys, merges, n))
+    parts = scanned.selectExpr(*quoted, block_parts(names, n)).where(NONEMPTY)
+    return parts.selectExpr(*quoted, *names, f"{IDS} AS {quote(wid)}")
+
+
+def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]], n: int, wid: str) -> str:
+    """:func:`block_windows` as SQL text over the relation ``panes`` (a quoted name or a
+    parenthesised query).
 
     >>> panes = "(SELECT * FROM VALUES (0L, 5L), (2L, 7L), (4L, 2L) AS t(wid_lo, _wid_p0))"
     >>> text = block_windows_sql(panes, [], [("_wid_p0", "max(_wid_p0)")], 3, "wid")

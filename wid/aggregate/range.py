@@ -22,25 +22,24 @@ Decomposable aggregates (count, sum, avg, min, max) never expand a tuple into it
 
 The blocks of one level are disjoint and cover only non-empty windows, so the long panes
 yield at most (non-empty windows) rows per level: the cost grows with
-``log2(range/slide)``, not ``range/slide``. All of it is SQL expressions, generators
+``log2(range/slide)``, not ``range/slide``. All of it is Column expressions, generators
 and group-bys (whole-stage code generation, no lambda functions), on one shuffle of the
 tuples and, with keys, one of the panes (without keys, the blocks and the ids shuffle too).
-The plan is one SQL query, :func:`range_aggregate_sql`, whether it runs over a DataFrame
-(:func:`range_aggregate`, one call into the JVM) or is a window view's text. Other aggregates
-(``fn="sql"``) fall back to expanding every tuple into its ids.
+The expressions are SQL text, one ``expr`` each: building the plan costs a handful of calls
+into the JVM, not one per operator. Other aggregates (``fn="sql"``) fall back to expanding
+every tuple into its ids.
 """
 
 from __future__ import annotations
 
-import uuid
-
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from wid.aggregate.block_scans import block_windows_sql
+from wid.aggregate.block_scans import block_windows, block_windows_sql
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID
-from wid.spec.sqlexpr import quote
+from wid.spec.sqlexpr import column, columns, quote
 
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.
@@ -73,6 +72,10 @@ _SPREAD = f"explode(sequence(shiftleft({_BLOCK}, {_LEVEL}), shiftleft({_BLOCK} +
 def _ids(last: str = "wid_hi") -> str:
     """A range (a tuple's, or a short pane's ending at ``last``) spread over its ids."""
     return f"explode(sequence(wid_lo, {last}))"
+
+
+def _as(sql: str, name: str) -> Column:
+    return F.expr(f"{sql} AS {quote(name)}")
 
 
 def short(span: int | None) -> bool:
@@ -120,14 +123,13 @@ def pane_range(width: int | None) -> tuple[list[tuple[str, str]], str]:
 def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate],
                     span: int | None = None, width: int | None = None) -> DataFrame:
     """One row per ``(keys, wid)`` covered by some tuple's ``[wid_lo, wid_hi]``: columns
-    ``keys``, ``wid`` and one per aggregate alias; :func:`range_aggregate_sql` run over
-    ``tagged`` (one plan for ``wid.query`` and a window view's text). ``span``: a bound on every
-    range's number of ids, if known; with :func:`short` ranges the panes spread straight over
-    their ids and one group-by combines them (no block stage: two aggregations in all, as a
-    tumbling group-by followed by another). ``width``: every range's number of ids, if the caller
-    knows they are all equal (a sliding window whose slide divides its range): the panes group by
-    ``(keys, wid_lo)`` alone and a range of another length fails the query (:func:`pane_range`);
-    longer than :data:`SCANNED`, the windows come from block scans of the panes
+    ``keys``, ``wid`` and one per aggregate alias. ``span``: a bound on every range's number of
+    ids, if known; with :func:`short` ranges the panes spread straight over their ids and one
+    group-by combines them (no block stage: two aggregations in all, as a tumbling group-by
+    followed by another). ``width``: every range's number of ids, if the caller knows they are
+    all equal (a sliding window whose slide divides its range): the panes group by ``(keys,
+    wid_lo)`` alone and a range of another length fails the query (:func:`pane_range`); longer
+    than :data:`SCANNED`, the windows come from block scans of the panes
     (:mod:`wid.aggregate.block_scans`). With keys, the panes move once to their keys' partition:
     the later group-bys shuffle nothing (a key's panes then share a core: few keys, few cores busy
     after the pane stage). The keys travel as :func:`inner` names, so no stage's own column can
@@ -140,11 +142,30 @@ def range_aggregate(tagged: DataFrame, keys: list[str], aggregates: list[Aggrega
     >>> sorted(tuple(row) for row in out.collect())
     [(0, 1, 5), (1, 2, 3), (2, 2, 3), (3, 2, 2)]
     """
-    marker = f"_wid_tagged_{uuid.uuid4().hex}"  # stands for the relation; braces are the formatter's
-    text = range_aggregate_sql(marker, keys, aggregates, {f.name: f.dataType for f in tagged.schema.fields},
-                               span, width)
-    text = text.replace("{", "{{").replace("}", "}}").replace(marker, "{tagged}")
-    return tagged.sparkSession.sql(text, tagged=tagged)
+    if not all(a.decomposable for a in aggregates):
+        return _expanded(tagged, keys, aggregates)
+    types = {f.name: f.dataType for f in tagged.schema.fields}
+    partials = [p for i, a in enumerate(aggregates) for p in a.partials(i, types.get(a.arg))]
+    merges = [m for i, a in enumerate(aggregates) for m in a.merge(i)]
+    names, named, outer = [name for name, _ in partials], inner(keys), keys
+    keys = columns(named)
+    ranged, last = pane_range(width)
+    panes = tagged.groupBy(*[column(k).alias(n) for k, n in zip(outer, named)],
+                           *[_as(sql, name) for name, sql in ranged]).agg(*[_as(sql, name) for name, sql in partials])
+    finals = [_as(a.final(i, types.get(a.arg)), a.alias) for i, a in enumerate(aggregates)]
+    if keys:  # the later group-bys are by (keys, ...): partitioned by keys, they need no further shuffle
+        panes = panes.repartition(*keys)
+    if scanned(width):
+        ids = block_windows(panes, named, merges, width, WID)
+    elif short(width if width is not None else span):  # a width up to SCANNED spreads: the blocks see none
+        ids = panes.select(*keys, *names, _as(_ids(last), WID))
+    else:
+        steps = panes.select(*keys, *names, "wid_lo", "wid_hi", _as(_STEPS, _STEP)).where(F.expr(_TAKEN))
+        blocks = steps.groupBy(*keys, _as(_LEVEL_OF, _LEVEL), _as(_BLOCK_OF, _BLOCK)).agg(
+            *[_as(sql, name) for name, sql in merges])
+        ids = blocks.select(*keys, *names, _as(_SPREAD, WID))
+    out = ids.groupBy(*keys, WID).agg(*finals)
+    return out.select(*[column(n).alias(k) for n, k in zip(named, outer)], WID, *columns([a.alias for a in aggregates]))
 
 
 def inner(keys: list[str]) -> list[str]:
@@ -156,12 +177,17 @@ def inner(keys: list[str]) -> list[str]:
     return [f"_wid_key{i}" for i in range(len(keys))]
 
 
+def _expanded(tagged: DataFrame, keys: list[str], aggregates: list[Aggregate]) -> DataFrame:
+    """The fallback: each tuple once per id of its range, then a plain group-by."""
+    copies = tagged.withColumn(WID, F.expr(_ids()))
+    return copies.groupBy(*columns(keys), WID).agg(*[a.direct().alias(a.alias) for a in aggregates])
+
+
 def range_aggregate_sql(tagged: str, keys: list[str], aggregates: list[Aggregate],
                         types: dict[str, DataType], span: int | None = None, width: int | None = None) -> str:
-    """The range aggregate as one Spark SQL query over the relation ``tagged`` (SQL text: a
-    quoted name or a parenthesised query; ``types``: its columns' types), ``span`` and ``width`` as
-    in :func:`range_aggregate`: the panes, then the spread, the block scans or the dyadic blocks
-    (module doc), then the ids.
+    """:func:`range_aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text: a
+    quoted name or a parenthesised query; ``types``: its columns' types): the same panes, steps,
+    blocks and ids, and the same result types.
 
     >>> from pyspark.sql.types import LongType
     >>> tagged = ("(SELECT * FROM VALUES ('a', 0L, 2L, 5L), ('a', 1L, 3L, -2L), ('b', 3L, 3L, 4L) "
