@@ -12,9 +12,16 @@ WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python 
 
 def run_in_waves(jobs: dict[str, Live], work: Path) -> None:
     """Each job of ``jobs`` run to completion (``Trigger.AvailableNow``), ``WAVE`` at a time: its
-    sink in ``work/name/out``, its checkpoint in ``work/name/checkpoint``."""
+    sink in ``work/name/out``, its checkpoint in ``work/name/checkpoint``. A failure stops the
+    wave's other queries before it propagates (the session serves the tests after it)."""
     names = list(jobs)
     for wave in range(0, len(names), WAVE):
-        started = [live_run.start(jobs[n], work / n / "out", work / n / "checkpoint") for n in names[wave:wave + WAVE]]
-        for query in started:
-            live_run.run(query)
+        started = []
+        try:
+            for n in names[wave:wave + WAVE]:
+                started.append(live_run.start(jobs[n], work / n / "out", work / n / "checkpoint"))
+            for query in started:
+                live_run.run(query)
+        finally:
+            for query in started:
+                query.stop()

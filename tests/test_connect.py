@@ -31,6 +31,7 @@ from connect_server import assert_wid_run_matches_local, spark_env
 VIEW = "wid_connect_stream"
 SLIDING = f"SELECT seg_id, count(*) AS n, max(speed) AS hi, avg(speed) AS mean FROM {VIEW} " \
           "[RANGE 20 SECONDS SLIDE 5 SECONDS WATTR ts] GROUP BY seg_id"
+SESSIONS = f"SELECT seg_id, count(*) AS n, max(speed) AS hi FROM {VIEW} [SESSION 2 SECONDS WATTR ts] GROUP BY seg_id"
 
 
 def stream(spark: SparkSession) -> DataFrame:
@@ -45,8 +46,8 @@ def stream(spark: SparkSession) -> DataFrame:
     return df
 
 
-def _replay(spark: SparkSession, generator) -> dict[str, DataFrame]:
-    rep = replay(spark, SLIDING, punctuation=generator)
+def _replay(spark: SparkSession, generator, text: str = SLIDING, **options) -> dict[str, DataFrame]:
+    rep = replay(spark, text, punctuation=generator, **options)
     return {"results": rep.results, "late": rep.late}
 
 
@@ -91,6 +92,9 @@ CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
         spark, f"SELECT seg_id, sum(speed) AS total, min(ts) AS first FROM {VIEW} "
                "[RANGE 10 ROWS SLIDE 5 ROWS WATTR row_num PATTR seg_id]")},
     "replay_embedded": lambda spark: _replay(spark, punctuate.embedded(_punctuations(spark), mode="consistent")),
+    # deep plans: several range aggregates, revisions and late rows of one replay
+    "replay_lateness": lambda spark: _replay(spark, punctuate.slack(1), allowed_lateness=2),
+    "replay_sessions": lambda spark: _replay(spark, punctuate.slack(1), SESSIONS),
     # Arrow/pandas grouped functions: the FCA bins, and SPL's delta chain (row_num never decreases)
     "slide_by_tuple": lambda spark: {"out": wid.query(
         spark, f"SELECT seg_id, count(*) AS n, max(speed) AS hi FROM {VIEW} "

@@ -121,10 +121,9 @@ def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, key
 @pytest.mark.parametrize("key", ["_wid_prev", "_wid_level", "_wid_key1", "{tagged}", "a}b{"])
 def test_a_key_named_like_a_stage_column_keeps_its_rows(spark, key):
     """GROUP BY a key whose name a stage uses for its own column (the block scans', the dyadic
-    blocks'), the name another key travels under, or braces (range_aggregate's SQL text goes
-    through spark.sql's formatter, whose field ``{tagged}`` is the DataFrame), beside a second
-    key: the rows of plain names, in every plan (block scans, the spread, dyadic blocks) and in a
-    view's SQL text."""
+    blocks'), the name another key travels under, or braces (text a SQL formatter would read as
+    a field), beside a second key: the rows of plain names, in every plan (block scans, the
+    spread, dyadic blocks) and in a view's SQL text."""
     tuples = _uniform(10, 200, SCANNED + 1)
     expected = _expected(tuples, True)
     df = spark.createDataFrame([(k, "x", *rest) for k, *rest in tuples],

@@ -357,6 +357,7 @@ def hive_catalog(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("home")
     done = _run_walkthrough(blocks[0], home)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "(3 rows)"  # its SELECT ... LIMIT 3
     return home / ".wid"
 
 
@@ -415,14 +416,13 @@ def test_serve_refuses_a_bad_port(spark, capsys):
 
 
 @pytest.mark.slow
-def test_readme_walkthrough_through_the_spark_sql_binary(request, hive_catalog):
+def test_readme_walkthrough_through_the_spark_sql_binary(spark, hive_catalog):
     """The README's commands as written: after its first block (``hive_catalog``: ``wid sql`` made
     the table and the view ``q1``), the distribution's ``spark-sql``, a separate process on the same
     warehouse and metastore, reads ``q1``: the rows of ``wid.query``."""
     done = _run_walkthrough(_walkthrough()[1], hive_catalog.parent)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    spark = request.getfixturevalue("spark")  # started now: one Spark process at a time
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
     expected = wid.query(spark, Q1).orderBy("seg_id", "wid")
     assert lines[-4] == str(expected.count()) == "398"
