@@ -1,4 +1,5 @@
-"""Shared test setup: the checkout is importable; one loopback Spark session and one Spark Connect server serve the run."""
+"""Shared test setup: the checkout is importable; one loopback Spark session and one Spark
+Connect server serve the run."""
 
 from __future__ import annotations
 
