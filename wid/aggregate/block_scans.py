@@ -17,11 +17,18 @@ gets one or two rows whatever ``n``: the cost does not grow with ``range/slide``
 covers get none. Only the panes' first ids and partials are seen, never the window spec; the
 caller vouches that every range holds ``n`` ids (:func:`wid.aggregate.range.pane_range` checks
 each tuple's).
+
+Before the scans' sorts, the panes of a partition are sorted by one long (:func:`presort`: a
+hash of the keys, then ``wid_lo``), which Spark sorts by radix: the scans' own sorts by
+``(keys, block, wid_lo)`` then read rows already in nearly that order (``wid bench``'s 20M
+rows, 50 keys, idle, medians of 5 interleaved runs, its query from 4.81 to 4.26 s at
+range/slide 240, 4.38 to 4.06 s at 60, 4.42 to 4.01 s at 16; 2026-11-27).
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from wid.spec.sqlexpr import quote
 
@@ -31,6 +38,20 @@ _FROM, _TO = "_wid_from", "_wid_to"
 def _start(n: int) -> str:
     """The start of the block of ``n`` ids holding ``wid_lo``."""
     return f"(wid_lo - pmod(wid_lo, {n}))"
+
+
+def presort(keys: list[str]) -> str:
+    """The sort key, SQL text, that puts a partition's panes in nearly their scans' order at a
+    radix sort's cost: ``(hash(keys) mod 2^15) * 2^48 + (wid_lo mod 2^48)``, one long (a
+    collision or a wrap only leaves more work to the scans' own sort, never a wrong result).
+
+    >>> print(presort(["k"]))
+    shiftleft(pmod(hash(`k`), 32768), 48) + pmod(wid_lo, 281474976710656)
+    >>> print(presort([]))
+    pmod(wid_lo, 281474976710656)
+    """
+    within = f"pmod(wid_lo, {1 << 48})"
+    return f"shiftleft(pmod(hash({', '.join(map(quote, keys))}), 32768), 48) + {within}" if keys else within
 
 
 def block_scans(keys: list[str], merges: list[tuple[str, str]], n: int) -> list[str]:
@@ -86,7 +107,9 @@ def block_windows(panes: DataFrame, keys: list[str], merges: list[tuple[str, str
     [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
     """
     names, quoted = [name for name, _ in merges], [quote(k) for k in keys]
-    scanned = panes.selectExpr(*block_scans(keys, merges, n))
+    if not keys:  # partitioned by block here, so that the pre-sort is the scans' partition's
+        panes = panes.repartition(F.expr(_start(n)))
+    scanned = panes.sortWithinPartitions(F.expr(presort(keys))).selectExpr(*block_scans(keys, merges, n))
     parts = scanned.selectExpr(*quoted, block_parts(names, n)).where(NONEMPTY)
     return parts.selectExpr(*quoted, *names, f"{IDS} AS {quote(wid)}")
 
@@ -101,6 +124,8 @@ def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]]
     [(0, 5), (1, 5), (2, 7), (3, 7), (4, 7), (5, 2), (6, 2)]
     """
     names, key = [name for name, _ in merges], "".join(f"{quote(k)}, " for k in keys)
-    scanned = f"SELECT {', '.join(block_scans(keys, merges, n))} FROM {panes}"
+    placed = f"DISTRIBUTE BY {_start(n)} " if not keys else ""
+    sorted_ = f"(SELECT * FROM {panes} {placed}SORT BY {presort(keys)})"
+    scanned = f"SELECT {', '.join(block_scans(keys, merges, n))} FROM {sorted_}"
     parts = f"SELECT {key}{block_parts(names, n)} FROM ({scanned})"
     return f"SELECT {key}{', '.join(names)}, {IDS} AS {quote(wid)} FROM ({parts}) WHERE {NONEMPTY}"
