@@ -101,7 +101,7 @@ def _close(got: set[tuple], expected: set[tuple]) -> bool:
 def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, keyed, width):
     """A caller that knows every range holds exactly ``width`` ids (more than SCANNED): each id's
     panes are a block suffix and a block prefix, in wid.query's plan and in a view's SQL text; ids
-    in the gaps between panes get no row."""
+    in the gaps between panes get no row. Both plans sort the panes by one long (a radix sort) first."""
     tuples = _uniform(9, 400, width)
     df = spark.createDataFrame(tuples, "k string, wid_lo long, wid_hi long, v double")
     df.createOrReplaceTempView("wid_uniform_ranges")
@@ -116,6 +116,9 @@ def test_uniform_ranges_read_each_window_off_block_scans_as_expansion(spark, key
     assert "_wid_level" not in text and "_wid_prev" in text
     plan = range_aggregate(df, keys, AGGREGATES, width, width)._jdf.queryExecution().analyzed().toString()
     assert "_wid_prev" in plan
+    for out in (range_aggregate(df, keys, AGGREGATES, width, width), spark.sql(text)):  # pre-sorted by one long
+        sorts = [line for line in out._jdf.queryExecution().executedPlan().toString().splitlines() if "Sort [" in line]
+        assert "pmod(wid_lo" in sorts[-1] and sorts[-1].count(" ASC ") == 1, sorts
 
 
 @pytest.mark.parametrize("key", ["_wid_prev", "_wid_level", "_wid_key1", "{tagged}", "a}b{"])
