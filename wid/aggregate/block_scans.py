@@ -20,9 +20,9 @@ each tuple's).
 
 Before the scans' sorts, the panes of a partition are sorted by one long (:func:`presort`: a
 hash of the keys, then ``wid_lo``), which Spark sorts by radix: the scans' own sorts by
-``(keys, block, wid_lo)`` then read rows already in nearly that order (``wid bench``'s 20M
-rows, 50 keys, idle, medians of 5 interleaved runs, its query from 4.81 to 4.26 s at
-range/slide 240, 4.38 to 4.06 s at 60, 4.42 to 4.01 s at 16; 2026-11-27).
+``(keys, block, wid_lo)`` then read rows already in nearly that order (the query of ``wid bench``
+on its cached 20M rows, 50 keys, idle, medians of 5 runs interleaved with the plan without it:
+4.81 to 4.26 s at range/slide 240, 4.38 to 4.06 s at 60, 4.42 to 4.01 s at 16; 2026-11-27).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def block_windows_sql(panes: str, keys: list[str], merges: list[tuple[str, str]]
     """
     names, key = [name for name, _ in merges], "".join(f"{quote(k)}, " for k in keys)
     placed = f"DISTRIBUTE BY {_start(n)} " if not keys else ""
-    sorted_ = f"(SELECT * FROM {panes} {placed}SORT BY {presort(keys)})"
-    scanned = f"SELECT {', '.join(block_scans(keys, merges, n))} FROM {sorted_}"
+    ordered = f"(SELECT * FROM {panes} {placed}SORT BY {presort(keys)})"
+    scanned = f"SELECT {', '.join(block_scans(keys, merges, n))} FROM {ordered}"
     parts = f"SELECT {key}{block_parts(names, n)} FROM ({scanned})"
     return f"SELECT {key}{', '.join(names)}, {IDS} AS {quote(wid)} FROM ({parts}) WHERE {NONEMPTY}"
