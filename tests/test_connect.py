@@ -86,6 +86,13 @@ def _hostile_names(spark: SparkSession) -> dict[str, DataFrame]:
     return {"results": compared(rep.results), "late": compared(rep.late), "spl": compared(spl)}
 
 
+def _without_row_num(spark: SparkSession) -> dict[str, DataFrame]:
+    """The stream without row_num: a sliding window reads no arrival order; wid.arrival numbers it by ts."""
+    bare = spark.table(VIEW).drop("row_num")
+    bare.createOrReplaceTempView(f"{VIEW}_bare")
+    return {"out": wid.query(spark, SLIDING.replace(VIEW, f"{VIEW}_bare")), "arrival": wid.arrival(bare, by=["ts"])}
+
+
 CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
     "sliding": lambda spark: {"out": wid.query(spark, SLIDING)},
     "partitioned_rows": lambda spark: {"out": wid.query(
@@ -104,6 +111,7 @@ CASES: dict[str, Callable[[SparkSession], dict[str, DataFrame]]] = {
                "[sliding, delta(row_num, 20), delta(row_num, 5) partitioned BY seg_id]")},
     "sql": _sql,
     "hostile_names": lambda spark: _hostile_names(spark),
+    "without_row_num": _without_row_num,
 }
 #: Bad input: the same wid message on both sessions.
 ERRORS = {

@@ -19,12 +19,14 @@ if TYPE_CHECKING:  # what the names are, for type checkers and editors
     from wid.sql import create_view, register, run_sql
     from wid.sqltext import to_sql
     from wid.stream import punctuate
+    from wid.stream.arrival import arrival
     from wid.stream.live import Live, live
     from wid.stream.replay import Replay, replay
 
 _HOMES = {"WidError": "wid.errors", "query": "wid.compiler", "register": "wid.sql", "create_view": "wid.sql",
           "run_sql": "wid.sql", "to_sql": "wid.sqltext", "replay": "wid.stream.replay",
-          "Replay": "wid.stream.replay", "live": "wid.stream.live", "Live": "wid.stream.live"}
+          "Replay": "wid.stream.replay", "live": "wid.stream.live", "Live": "wid.stream.live",
+          "arrival": "wid.stream.arrival"}
 
 __all__ = [*_HOMES, "punctuate"]
 

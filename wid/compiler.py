@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, LongType
 
 from wid.aggregate.partials import Aggregate, numeric_arguments
+from wid.analysis import analysis_errors
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.errors import WidError
 from wid.spec.clause import parse_window
@@ -81,16 +82,30 @@ class CompiledQuery:
         out = []
         for c, name in self.output:
             out.append((column(c), name))
-            if c == WID and self.units is not None:
-                dtype, factor = self.units
-                # a decimal attribute's bounds in decimals: (w+1)s may pass a long where s * w does not
-                w = column(WID).cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else column(WID)
-                start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(w)
-                places = self.spec.places
-                end = bound_value(end, dtype, places)
-                out += [(null_like(end) if start is None else bound_value(start, dtype, places), WINDOW_START),
-                        (end, WINDOW_END)]
+            if c == WID:
+                out += self.bounds(column(WID))
         return out
+
+    def bounds(self, w: Expr) -> list[tuple[Expr, str]]:
+        """``(expression, name)`` of ``window_start`` and ``window_end``, the bounds of the extent of
+        window ``w`` (an id: a Column or SQL text) in the attribute's type (a landmark's start NULL);
+        none when the window kind has no extent on its attribute. Results carry them after ``wid``,
+        and so do late rows.
+
+        >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 4 SLIDE 2 WATTR ts]")
+        >>> spark.range(1, 3).select(*[e.alias(name) for e, name in compiled.bounds(F.col("id"))]).collect()
+        [Row(window_start=0.0, window_end=4.0), Row(window_start=2.0, window_end=6.0)]
+        """
+        if self.units is None:
+            return []
+        dtype, factor = self.units
+        # a decimal attribute's bounds in decimals: (w+1)s may pass a long where s * w does not
+        start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(
+            w.cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else w)
+        places = self.spec.places
+        end = bound_value(end, dtype, places)
+        return [(null_like(end) if start is None else bound_value(start, dtype, places), WINDOW_START),
+                (end, WINDOW_END)]
 
     def finish(self, aggregated: DataFrame, *extra: str) -> DataFrame:
         """The user's columns from the aggregate's result (plus ``extra`` columns), with HAVING,
@@ -124,9 +139,13 @@ def _sort_key(item: str):
     return F.expr(expr).desc() if direction == "DESC" else F.expr(expr).asc()
 
 
-def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None) -> CompiledQuery:
+def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None,
+                  arrival: str | None = None) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
     ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own.
+    ``arrival`` names what else reads the arrival order (e.g. ``"replay"``): it, or a window kind
+    that reads it (:attr:`WindowSpec.reads_arrival`), needs a ``row_num`` column, checked before
+    any Spark job.
 
     >>> compiled = compile_query(spark, "SELECT k AS key, sum(v * 2) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
     ...                                 "GROUP BY k")
@@ -137,6 +156,11 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     >>> compile_query(spark, "SELECT count(*) AS n FROM speeds [RANGE 4 SLIDE 2 WATTR ts]")
     Traceback (most recent call last):
     wid.errors.WidError: unknown view 'speeds': register the stream as a temp view first
+    >>> spark.table("readings").drop("row_num").createOrReplaceTempView("events")
+    >>> compile_query(spark, "SELECT count(*) AS n FROM events [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num] reads arrival order but view 'events' has no ...
     """
     parsed = WindowQuery.parse(text)
     spec = (parse_window(parsed.window) if spec is None else spec).grouped(tuple(parsed.group_by))
@@ -147,9 +171,14 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
         raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
     columns = {c.lower(): c for c in source.columns}
     spec = spec.named(lambda c: columns.get(c.lower(), c))  # the view's spelling
-    for name in (WID, *spec.extent_columns):
+    bounds = (WINDOW_START, WINDOW_END) if spec.extent(0) is not None else ()
+    for name in (WID, *bounds, *spec.extent_columns):
         if name in columns:
             raise WidError(f"view {parsed.source!r} already has a column named {name!r}")
+    reader = arrival or (f"[{parsed.window.strip()}]" if spec.reads_arrival else None)
+    if reader is not None and "row_num" not in columns:
+        raise WidError(f"{reader} reads arrival order but view {parsed.source!r} has no row_num column: add one "
+                       "with wid.arrival(df, by=...) (or --arrival on the command line)")
     tagged = spec.bucket(source)
     if parsed.where:
         tagged = spec.where(tagged, F.expr(parsed.where))
@@ -203,21 +232,20 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units)
 
 
-def resolved(build, *args) -> DataFrame:
-    """``build(*args)`` with its plan analysed now, Spark's analysis errors as :class:`WidError`.
+def resolved(build, *args, spark: SparkSession | None = None, view: str | None = None) -> DataFrame:
+    """``build(*args)`` with its plan analysed now, Spark's analysis errors as one-line
+    :class:`WidError` s naming only the user's columns (those of ``view`` in ``spark``, when given:
+    :func:`wid.analysis.message`), with no log of PySpark's on stderr.
 
     >>> resolved(lambda: spark.table("readings").select("k")).columns
     ['k']
-    >>> resolved(lambda: spark.table("readings").select("speed"))  # doctest: +ELLIPSIS
+    >>> resolved(lambda: spark.table("readings").select("speed"), spark=spark, view="readings")
     Traceback (most recent call last):
-    wid.errors.WidError: cannot resolve the query: [UNRESOLVED_COLUMN.WITH_SUGGESTION] ... `speed` cannot be ...
+    wid.errors.WidError: unknown column 'speed' in view 'readings' (its columns: row_num, ts, arrival_ts, k, v)
     """
-    try:
+    with analysis_errors(spark, view):
         out = build(*args)
         out.schema  # noqa: B018 - forces analysis on classic and Connect sessions alike
-    except AnalysisException as error:
-        first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        raise WidError(f"cannot resolve the query: {first}") from None
     return out
 
 
@@ -248,4 +276,5 @@ def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> D
     +---+------------+----------+---+-----+
     <BLANKLINE>
     """
-    return resolved(lambda: compile_query(spark, text, window).result())
+    return resolved(lambda: compile_query(spark, text, window).result(), spark=spark,
+                    view=WindowQuery.parse(text).source)

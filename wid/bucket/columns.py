@@ -199,22 +199,41 @@ def in_order(frame: DataFrame, element: str = "tuple") -> DataFrame:
     return frame.withColumn("row_num", F.when(row_num.isNull(), F.raise_error(message)).otherwise(row_num))
 
 
-def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) -> Expr:
-    """``x``, failing the query with a message naming the tuple when it is NULL, NaN or
-    infinite, or (with ``limit``) beyond ``±limit``, where window-ids stop being exact longs.
+def naming(df: DataFrame) -> tuple[str, ...]:
+    """The columns that name one of ``df``'s tuples in an error: its ``row_num``, or, in a stream
+    without one (a window that reads no arrival order), all of its columns.
+
+    >>> naming(spark.table("readings")), naming(spark.table("readings").drop("row_num"))
+    (('row_num',), ('ts', 'arrival_ts', 'k', 'v'))
+    """
+    row_num = next((c for c in df.columns if c.lower() == "row_num"), None)
+    return (row_num,) if row_num is not None else tuple(df.columns)
+
+
+def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None,
+            by: Sequence[str] = ("row_num",)) -> Expr:
+    """``x``, failing the query with a message naming the tuple by its columns ``by``
+    (:func:`naming`) when it is NULL, NaN or infinite, or (with ``limit``) beyond ``±limit``,
+    where window-ids stop being exact longs.
 
     >>> spark.table("readings").select(checked(column("ts"), DoubleType(), "ts", 8)).collect()  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     pyspark...: ... 'ts' = 9.0 is infinite or beyond ±8 (window-ids would not be exact) in the tuple with row_num=3 ...
+    >>> spark.table("readings").select(checked(column("ts"), DoubleType(), "ts", 8, by=["k", "v"])).collect()
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: ... 'ts' = 9.0 is infinite or beyond ±8 (window-ids would not be exact) in the tuple with k=a, v=2 ...
     """
     nan = isinstance(dtype, (FloatType, DoubleType))
-    null = f"wid: NULL or NaN window attribute {name!r} in the tuple with row_num="
+    null = f"wid: NULL or NaN window attribute {name!r} in the tuple with "
     beyond = f" or beyond ±{limit} (window-ids would not be exact)" if limit is not None else ""
-    far = (f"wid: window attribute {name!r} = ", f" is infinite{beyond} in the tuple with row_num=")
+    far = (f"wid: window attribute {name!r} = ", f" is infinite{beyond} in the tuple with ")
     # a finite double is at most the largest one: beyond it only the infinities
     threshold = Decimal(limit) if limit is not None else sys.float_info.max if nan else None
+    labels = [f"{c}=" if i == 0 else f", {c}=" for i, c in enumerate(by)]
     if isinstance(x, Sql):
-        row = "coalesce(CAST(`row_num` AS STRING), 'NULL')"
+        row = ", ".join(f"{literal(label)}, coalesce(CAST({Sql.column(c)} AS STRING), 'NULL')"
+                        for label, c in zip(labels, by))
         bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
         cases = f"WHEN {bad} THEN raise_error(concat({literal(null)}, {row})) "
         if threshold is not None:
@@ -224,10 +243,11 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None) ->
     bad = x.isNull()
     if nan:
         bad = bad | F.isnan(x)
-    row = F.coalesce(column("row_num").cast("string"), F.lit("NULL"))
-    out = F.when(bad, F.raise_error(F.concat(F.lit(null), row)))
+    row = [part for label, c in zip(labels, by)
+           for part in (F.lit(label), F.coalesce(column(c).cast("string"), F.lit("NULL")))]
+    out = F.when(bad, F.raise_error(F.concat(F.lit(null), *row)))
     if threshold is not None:
-        message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), row)
+        message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), *row)
         out = out.when(F.abs(x) > F.lit(threshold), F.raise_error(message))
     return out.otherwise(x)
 
@@ -273,10 +293,11 @@ def position(partition: Sequence[str], order: Sequence[str], name: str, named: N
                 (number - 1).cast("long"))
 
 
-def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0) -> tuple[Expr, int]:
+def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0,
+             by: Sequence[str] = ("row_num",)) -> tuple[Expr, int]:
     """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`checked`
-    against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs), and
-    ``factor`` = id units per clause unit.
+    against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs; a failing
+    tuple named by its columns ``by``), and ``factor`` = id units per clause unit.
 
     Timestamps are epoch microseconds, longs and decimals as they are; a double, when the
     spec's ids depend only on window boundaries (``spec.floors``), is the long
@@ -298,7 +319,7 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0) -
         floors = spec.floors and not spec.positional
         factor = 10**max(spec.places, places) if floors else 1
         limit = min(spec.limit, Decimal(LIMIT) / factor)
-        x = checked(x.cast("double"), dtype, name, limit)
+        x = checked(x.cast("double"), dtype, name, limit, by)
         return (floor_scaled(x, factor) if floors else x), factor
     limit = spec.scaled(factor).limit  # long x: also its extent bounds within a long (|x| <= 2**62)
-    return checked(x, dtype, name, limit if isinstance(dtype, DecimalType) else min(limit, LIMIT)), factor
+    return checked(x, dtype, name, limit if isinstance(dtype, DecimalType) else min(limit, LIMIT), by), factor

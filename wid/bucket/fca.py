@@ -15,14 +15,15 @@ the slices before it (a prefix sum over one row per slice).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from decimal import Decimal
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 
-from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, position,
-                                unranged)
+from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, naming,
+                                position, unranged)
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.spec.sqlexpr import Expr, Sql, call, column
@@ -43,7 +44,7 @@ def ids(df: DataFrame, spec: SlideByTuple) -> tuple[Column, DataType, SlideByTup
     (TimestampType(), 500000, 1795600800250000)
     """
     dtype = attribute_type(df, spec.rattr)
-    x, scaled = rattr_units(column(spec.rattr), dtype, spec)
+    x, scaled = rattr_units(column(spec.rattr), dtype, spec, naming(df))
     return x, dtype, scaled
 
 
@@ -60,9 +61,10 @@ def units(df: DataFrame, spec: SlideByTuple) -> tuple[Number, DataType]:
     return rattr_units(Sql.column(spec.rattr), dtype, spec)[1].range, dtype
 
 
-def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple) -> tuple[Expr, SlideByTuple]:
-    """``(x, spec in x's units)``: x checked (NULL/NaN/too large fail the query); a double ``x``
-    needs a RANGE that is a double exactly (a binary fraction).
+def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple,
+                by: Sequence[str] = ("row_num",)) -> tuple[Expr, SlideByTuple]:
+    """``(x, spec in x's units)``: x checked (NULL/NaN/too large fail the query, naming the tuple
+    by its columns ``by``); a double ``x`` needs a RANGE that is a double exactly (a binary fraction).
 
     >>> rattr_units(Sql.column("x"), DoubleType(), SlideByTuple(0.375, "x"))[1].range
     Decimal('0.375')
@@ -70,7 +72,7 @@ def rattr_units(column: Expr, dtype: DataType, spec: SlideByTuple) -> tuple[Expr
     Traceback (most recent call last):
     wid.errors.WidError: RANGE 0.1 is not a binary fraction, so membership w - r < x <= w on the double 'x' cannot ...
     """
-    x, factor = id_units(column, dtype, spec)
+    x, factor = id_units(column, dtype, spec, by=by)
     scaled = spec.scaled(factor)
     if isinstance(dtype, (FloatType, DoubleType)) and Decimal(float(scaled.range)) != scaled.range:
         raise WidError(f"RANGE {spec.range} is not a binary fraction, so membership w - r < {spec.rattr} <= w "
@@ -172,7 +174,7 @@ def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:
     <BLANKLINE>
     """
     dtype = attribute_type(df, spec.rattr)
-    x, scaled = rattr_units(Sql.column(spec.rattr), dtype, spec)
+    x, scaled = rattr_units(Sql.column(spec.rattr), dtype, spec, naming(df))
     tagged = (f"(SELECT *, {WID_X} AS {WID_LO}, {end(Sql.column(WID_X), scaled.range, dtype)} AS {WID_HI} "
               f"FROM (SELECT *, {x} AS {WID_X} FROM {source}))")
     if spec.every == 1:

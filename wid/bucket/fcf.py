@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position,
+from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, naming, position,
                                 unranged)
 from wid.bucket.fca import positioned
 from wid.errors import WidError
@@ -51,7 +51,7 @@ def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFram
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
-    x, factor = id_units(Sql.column(spec.wattr), dtype, spec)  # SQL text: one call into the JVM each
+    x, factor = id_units(Sql.column(spec.wattr), dtype, spec, by=naming(df))  # SQL text: one call into the JVM each
     tagged, ids = df.withColumn(WID_X, F.expr(str(x))), spec.scaled(factor)
     if spec.positional:
         tagged, ids = _positioned(tagged, spec), spec
@@ -102,7 +102,7 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     dtype = attribute_type(df, spec.wattr)
     for name in spec.partition:
         attribute_type(df, name)
-    x, factor = id_units(Sql.column(spec.wattr), dtype, spec)
+    x, factor = id_units(Sql.column(spec.wattr), dtype, spec, by=naming(df))
     ids = spec.scaled(factor)
     if spec.positional:
         source = f"(SELECT *, {x} AS _wid_raw FROM {source})"

@@ -1,8 +1,9 @@
 """Bucket for session windows: one id per key and session, from window functions only.
 
-Per key, in ``(a, row_num)`` order, a tuple opens a new session when it is the key's first
-or ``a >= previous a + g``; the running sum of those flags - 1 is its session id, so
-``wid_lo = wid_hi = id``. The comparison is exact on the stored values:
+Per key, in ``a`` order (no arrival order: equal values share a session), a tuple opens a
+new session when it is the key's first or ``a >= previous a + g``; the running sum of those
+flags - 1 is its session id, so ``wid_lo = wid_hi = id``. The comparison is exact on the
+stored values:
 
 - timestamps and dates: epoch microseconds (longs), ``g`` a whole number of microseconds;
 - integral columns: ``a - prev >= ceil(g)`` on longs; decimals: decimal arithmetic with ``g``
@@ -28,7 +29,7 @@ from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, Floa
                                TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                epoch_micros, numeric_value, rattr_value, time_like, unranged)
+                                epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
 from wid.spec.aware import Session
@@ -89,8 +90,8 @@ def _steps(df: DataFrame, spec: Session, named: Named) -> list[Step]:
     new = (call("isnull", previous) | opens(a, previous)).cast("int")
     # the default frame takes a tuple's peers (equal x, one session) whichever order they sort in
     sid = (over(call("sum", named(_NEW)), spec.keys, [WID_X]) - 1).cast("long")
-    return [Add([(WID_X, checked(x, dtype, spec.wattr))]), Add([(_NEW, new)]), Add([(WID_LO, sid)]),
-            Add([(WID_HI, named(WID_LO)), *_extents(dtype, spec, named)])]
+    return [Add([(WID_X, checked(x, dtype, spec.wattr, by=naming(df)))]), Add([(_NEW, new)]),
+            Add([(WID_LO, sid)]), Add([(WID_HI, named(WID_LO)), *_extents(dtype, spec, named)])]
 
 
 def _extents(dtype: DataType, spec: Session, named: Named) -> Stage:
@@ -192,7 +193,7 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     for name in spec.keys:
         attribute_type(df, name)
     x, _ = numeric_value(column(spec.wattr), dtype, spec.wattr)
-    return unranged(df, {WID_X: checked(x, dtype, spec.wattr)})
+    return unranged(df, {WID_X: checked(x, dtype, spec.wattr, by=naming(df))})
 
 
 def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:

@@ -41,6 +41,16 @@ class SlideByTuple(WindowSpec):
     def wattr(self) -> str:  # type: ignore[override]
         return self.rattr
 
+    @property
+    def reads_arrival(self) -> bool:  # type: ignore[override]
+        """Every n-th tuple (n > 1) in arrival order, or in ``a`` order with ties broken by
+        ``row_num``, defines a window; when every tuple does (``SLIDE 1 ROW``), no order is read.
+
+        >>> SlideByTuple(2, "ts").reads_arrival, SlideByRows(2, "ts", 3).reads_arrival
+        (False, True)
+        """
+        return self.every > 1
+
     def closed(self, bound: Column) -> Column:
         """The bound itself: the ids are attribute values, with no largest one below ``bound``,
         so for FCA windows ``wid_closed`` is strict: a punctuation closes every ``w < wid_closed``."""

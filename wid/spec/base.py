@@ -59,6 +59,8 @@ class WindowSpec(ABC):
     (2, Sliding(range=50, slide=25, wattr='ts'))
     >>> parse_window("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num").refuses_punctuation
     'punctuations on a ROWS window are implied by arrival order; pass punctuation=None'
+    >>> [parse_window(c).reads_arrival for c in ("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num", "SESSION 2 WATTR ts")]
+    [True, False]
     """
 
     wattr: str
@@ -73,6 +75,9 @@ class WindowSpec(ABC):
     extent_columns: ClassVar[tuple[str, ...]] = ()
     #: The clause numbers, as ``(field, keyword)``: exact decimals, checked by the constructor.
     number_fields: ClassVar[tuple[tuple[str, str], ...]] = ()
+    #: The windows depend on the arrival order (``row_num``), so a stream without one is refused
+    #: (:func:`wid.arrival` adds it); False: they depend on the tuples' values alone.
+    reads_arrival: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         for field, keyword in self.number_fields:

@@ -34,6 +34,7 @@ class Operational(WindowSpec):
     """
 
     bucket_module: ClassVar[str]
+    reads_arrival: ClassVar[bool] = True
 
     def _bucket(self):
         return importlib.import_module(self.bucket_module)

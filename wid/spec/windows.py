@@ -73,6 +73,18 @@ class ContextFree(WindowSpec):
         return self.slide * (LIMIT // 2)
 
     @property
+    def reads_arrival(self) -> bool:  # type: ignore[override]
+        """A ROWS window over ``row_num`` counts positions in arrival order (over another
+        attribute, in that attribute's order); a window on a value reads no order.
+
+        >>> from wid.spec.clause import parse_window
+        >>> [parse_window(c).reads_arrival for c in ("RANGE UNBOUNDED SLIDE 2 ROWS WATTR row_num",
+        ...                                          "RANGE 4 ROWS SLIDE 2 ROWS WATTR ts", "RANGE 4 SLIDE 2 WATTR ts")]
+        [True, False, False]
+        """
+        return self.positional and self.wattr.lower() == "row_num"
+
+    @property
     def period(self) -> Number | None:
         return None if self.positional else self.slide
 

@@ -96,6 +96,9 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     """
     if not stream.isStreaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
+    if "row_num" not in {c.lower() for c in stream.columns}:
+        raise WidError("live mode reads arrival order but the stream has no row_num column: give its rows one before "
+                       "they are streamed, e.g. with wid.arrival(df, by=...) (in a plan: arrival in [input])")
     generator(punctuation)
     positive_whole("buckets", buckets)
     ending = END_COLUMN in stream.columns

@@ -13,18 +13,21 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wid.bucket.columns import EMIT_ROW, REVISION, in_order
-from wid.errors import WidError
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
+from wid.analysis import analysis_errors
 from wid.compiler import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number, non_negative
 from wid.spec.base import WindowSpec
+from wid.spec.sqlexpr import column
 from wid.stream.punctuation import Generator, checked
+from wid.text import WindowQuery
 
 
 @dataclass
 class Replay:
     """``results``: the query's columns + ``emit_row`` and ``revision``; ``late``: the stream's
-    columns + ``wid`` for each dropped (tuple, window) contribution; ``compiled``: the query it replays.
+    columns + ``wid`` (with ``window_start`` and ``window_end`` after it, as in ``results``) for each
+    dropped (tuple, window) contribution; ``compiled``: the query it replays.
 
     With the view ``readings`` of :func:`wid.query`'s example under ``slack(0)``, the reading of key ``b``
     at ``ts = 2.5`` comes after window 1 closed: emitted ``count(*)`` + late rows = the exact count, 4:
@@ -34,7 +37,7 @@ class Replay:
     >>> rep.results.columns
     ['wid', 'window_start', 'window_end', 'k', 'n', 'emit_row', 'revision']
     >>> rep.late.columns
-    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid']
+    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid', 'window_start', 'window_end']
     >>> rep.results.groupBy().sum("n").first()[0], rep.late.count(), rep.punctuation
     (3, 1, Slack(amount=0, mode='generous', by='value'))
     """
@@ -69,20 +72,29 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     |  4|         8.0|      10.0|    2|    NULL|       0|
     +---+------------+----------+-----+--------+--------+
     <BLANKLINE>
-    >>> rep.late.select("row_num", "wid").show()
-    +-------+---+
-    |row_num|wid|
-    +-------+---+
-    |      2|  1|
-    +-------+---+
+    >>> rep.late.select("row_num", "ts", "wid", "window_start", "window_end").show()
+    +-------+---+---+------------+----------+
+    |row_num| ts|wid|window_start|window_end|
+    +-------+---+---+------------+----------+
+    |      2|2.5|  1|         2.0|       4.0|
+    +-------+---+---+------------+----------+
     <BLANKLINE>
+
+    Replay reads the arrival order, whatever the window: a view without ``row_num`` is refused
+    before any Spark job, naming the fix (:func:`wid.arrival`):
+
+    >>> spark.table("readings").drop("row_num").createOrReplaceTempView("events")
+    >>> wid.replay(spark, "SELECT sum(v) AS total FROM events [RANGE 2 SLIDE 2 WATTR ts]")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    wid.errors.WidError: replay reads arrival order but view 'events' has no row_num column: add one with wid.arrival...
     """
     non_negative("allowed_lateness", allowed_lateness)
-    compiled = compile_query(spark, query_text, window)
-    if "row_num" not in compiled.tagged.columns:
-        raise WidError(f"replay needs the arrival order: view {compiled.query.source!r} has no row_num column")
-    compiled = replace(compiled, tagged=in_order(compiled.tagged))
-    punctuation = checked(punctuation, compiled.spec)
-    results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
-    extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
-    return Replay(resolved(compiled.finish, results, *extra), late, compiled, punctuation)
+    view = WindowQuery.parse(query_text).source
+    with analysis_errors(spark, view):  # a classic session analyses each step as it is built
+        compiled = compile_query(spark, query_text, window, arrival="replay")
+        compiled = replace(compiled, tagged=in_order(compiled.tagged))
+        punctuation = checked(punctuation, compiled.spec)
+        results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
+        extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
+        late = late.select("*", *[e.alias(name) for e, name in compiled.bounds(column(WID))])  # as results: after wid
+    return Replay(resolved(compiled.finish, results, *extra, spark=spark, view=view), late, compiled, punctuation)
