@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.logger import PySparkLogger
 
 import wid
-from wid import WidError
+from wid import WidError, punctuate
+from wid.errors import QUERY_CONTEXT_LOGGERS
 
 ROWS = [(3, 0, 1.5, "a", 1_767_225_600_000_000), (8, 1, -2.25, "b", 1_767_225_601_500_000)]
+#: How an error names view ``s`` and its columns (never those wid adds: wid_lo, wid_x, _wid_v1, ...).
+IN_S = re.escape("in view 's' (its columns: row_num, k, x, name, ts)")
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +84,14 @@ def test_non_positive_or_fractional_range_and_slide(spark, view, window, message
     [
         ("RANGE 5 SLIDE 2 WATTR speed", "k, count(*) AS n", "GROUP BY k", r"unknown column 'speed'"),
         ("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR seg", "count(*) AS n", "", r"unknown column 'seg'"),
-        ("RANGE 5 SLIDE 2 WATTR x", "k, max(speed) AS hi", "GROUP BY k", r"`speed` cannot be resolved"),
-        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "WHERE speed > 3 GROUP BY k", r"`speed` cannot be resolved"),
-        ("RANGE 5 SLIDE 2 WATTR x", "seg, count(*) AS n", "GROUP BY seg", r"`seg` cannot be resolved"),
-        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "GROUP BY k HAVING nope > 1", r"`nope` cannot be resolved"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, max(speed) AS hi", "GROUP BY k", rf"^unknown column 'speed' {IN_S}$"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "WHERE speed > 3 GROUP BY k",
+         rf"^unknown column 'speed' {IN_S}$"),
+        ("RANGE 5 SLIDE 2 WATTR x", "seg, count(*) AS n", "GROUP BY seg", rf"^unknown column 'seg' {IN_S}$"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) + max(sped) AS n", "GROUP BY k", rf"^unknown column 'sped' {IN_S}$"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, count(*) AS n", "GROUP BY k HAVING nope > 1",
+         r"^unknown column 'nope' in HAVING or ORDER BY, which name the output columns \(nearest: .*\bn\b"),
+        ("RANGE 5 SLIDE 2 WATTR x", "k, velocity(x) AS v", "GROUP BY k", r"^unknown function 'velocity'$"),
         ("RANGE 5 SLIDE 2 WATTR name", "k, count(*) AS n", "GROUP BY k",
          r"window attribute 'name' must be numeric or a timestamp, not string"),
     ],
@@ -261,3 +270,99 @@ def test_limit_and_statement_end_named_clearly(spark, view, rest, message):
 def test_an_unknown_unicode_attribute_is_named(spark, view):
     with pytest.raises(WidError, match=r"^unknown column 'vélo' \(columns: row_num, k, x, name, ts\)$"):
         query(spark, "RANGE 5 SLIDE 2 WATTR vélo")
+
+
+# --- errors before work (issue 38): each generator's columns, misspelt columns, nothing on stderr ----------
+
+#: A replayed query over view ``s`` (window attribute ``x``, a double; GROUP BY key ``k``, a long).
+REPLAYED = "SELECT k, count(*) AS n FROM s [RANGE 2 SLIDE 1 WATTR x] GROUP BY k"
+
+
+@contextmanager
+def _no_spark_job(spark):
+    """The block runs no Spark job (its checks read schemas only)."""
+    sc = spark.sparkContext
+    sc.setJobGroup("wid-checks", "checks before any job")
+    try:
+        yield
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert sc.statusTracker().getJobIdsForGroup("wid-checks") == []
+
+
+@pytest.mark.parametrize(
+    "generator, message",
+    [
+        pytest.param(lambda spark: punctuate.heartbeat(2, 0),
+                     "heartbeat: view 's' has no clock column 'arrival_ts' (its columns: row_num, k, x, name, ts); "
+                     "name the arrival clock with heartbeat(every, skew, clock=COLUMN)", id="heartbeat-no-arrival_ts"),
+        pytest.param(lambda spark: punctuate.heartbeat(2, 0, clock="name"),
+                     "heartbeat: clock column 'name' of view 's' is string: it must be a number or a timestamp",
+                     id="heartbeat-string-clock"),
+        pytest.param(lambda spark: punctuate.heartbeat(2, 0, clock="TS"),
+                     "heartbeat: clock column 'ts' (timestamp) and window attribute 'x' (double) of view 's' must "
+                     "both be timestamps or both numbers", id="heartbeat-timestamp-clock-double-attribute"),
+        pytest.param(lambda spark: punctuate.ordered_by("seg"),
+                     "ordered_by: view 's' has no column 'seg' (its columns: row_num, k, x, name, ts)",
+                     id="ordered_by-unknown-key"),
+        pytest.param(lambda spark: punctuate.ordered_by("k", "name"),
+                     "ordered_by: column 'name' of view 's' is not a GROUP BY key of the query (keys: k)",
+                     id="ordered_by-not-a-key"),
+        pytest.param(lambda spark: punctuate.embedded(spark.createDataFrame([(3, 0, 1.25)], "row_num long, k long, "
+                                                                                            "bound double")),
+                     "embedded punctuations have no bound column 'x', named like the window attribute of view 's' "
+                     "(their columns: row_num, k, bound)", id="embedded-no-bound"),
+        pytest.param(lambda spark: punctuate.embedded(spark.createDataFrame([(0, 1.25)], "k long, x double")),
+                     "embedded punctuations have no row_num column (their columns: k, x)", id="embedded-no-row_num"),
+        pytest.param(lambda spark: punctuate.embedded(spark.createDataFrame([(3, "s1", 1.25)], "row_num long, "
+                                                                                               "seg string, x double")),
+                     "embedded punctuations: view 's' has no column 'seg' (its columns: row_num, k, x, name, ts)",
+                     id="embedded-unknown-key"),
+        pytest.param(lambda spark: punctuate.embedded(spark.createDataFrame([(3, "0", 1.25)], "row_num long, "
+                                                                                              "k string, x double")),
+                     "embedded punctuations: column 'k' is string, but 'k' of view 's' is bigint",
+                     id="embedded-key-of-another-type"),
+        pytest.param(lambda spark: punctuate.embedded(spark.createDataFrame([(3, "1.25")], "row_num long, x string")),
+                     "embedded punctuations: column 'x' is string, but 'x' of view 's' is double",
+                     id="embedded-bound-of-another-type"),
+    ],
+)
+def test_each_generators_columns_are_checked_before_any_spark_job(spark, view, generator, message):
+    """A generator's columns are named with the generator and the view, from the schemas alone:
+    no Spark exception with a plan dump, no column wid adds in the message."""
+    punctuation = generator(spark)
+    with _no_spark_job(spark), pytest.raises(WidError, match=_exactly(message)):
+        wid.replay(spark, REPLAYED, punctuation)
+
+
+@pytest.mark.parametrize("replayed", [False, True], ids=["query", "replay"])
+def test_a_misspelt_aggregate_argument_names_only_the_views_columns(spark, view, replayed):
+    text = "SELECT k, max(sped) AS hi FROM s [RANGE 2 SLIDE 1 WATTR x] GROUP BY k"
+    with pytest.raises(WidError) as raised:
+        wid.replay(spark, text, punctuate.slack(1)) if replayed else wid.query(spark, text)
+    assert str(raised.value) == "unknown column 'sped' in view 's' (its columns: row_num, k, x, name, ts)"
+    assert not re.search(r"wid_|window_|SQLSTATE|\n", str(raised.value))
+
+
+def test_a_refused_query_logs_nothing_on_stderr(spark, view, capfd):
+    """PySpark logs each analysis error it captures (JSON lines of its ``SQLQueryContextLogger``,
+    with Spark's plan and Java stack trace); wid says it once, in the WidError, and leaves the
+    loggers as it found them."""
+    capfd.readouterr()
+    with pytest.raises(WidError, match="unknown column 'speed'"):
+        query(spark, "RANGE 5 SLIDE 2 WATTR x", "k, max(speed) AS hi")
+    with pytest.raises(WidError, match="unknown column 'nope'"):
+        query(spark, "RANGE 5 SLIDE 2 WATTR x", rest="GROUP BY k ORDER BY nope")
+    with pytest.raises(WidError, match="no clock column 'arrival_ts'"):
+        wid.replay(spark, REPLAYED, punctuate.heartbeat(2, 0))
+    out, err = capfd.readouterr()
+    assert "QueryContextLogger" not in out + err and "AnalysisException" not in out + err
+    assert [line for line in (out + err).splitlines() if line.lstrip().startswith("{")] == []
+    assert not any(PySparkLogger.getLogger(name).disabled for name in QUERY_CONTEXT_LOGGERS)
+
+
+@pytest.mark.parametrize("name", ["wid", "window_start", "WINDOW_END"])
+def test_a_view_with_a_column_wid_adds_is_refused(spark, name):
+    spark.createDataFrame([(0, 1.5, 2)], f"row_num long, x double, `{name}` long").createOrReplaceTempView("taken")
+    with pytest.raises(WidError, match=f"view 'taken' already has a column named '{name.lower()}'"):
+        wid.query(spark, "SELECT count(*) AS n FROM taken [RANGE 2 SLIDE 1 WATTR x]")

@@ -57,6 +57,11 @@ def test_heartbeat_bound_is_the_last_tick_minus_the_skew(spark, rows):
     assert frame(spark, punctuate.heartbeat(4, 2, clock="arrival")) == want
 
 
+def test_heartbeat_clock_is_named_in_any_case(spark, rows):
+    upper, lower = (frame(spark, punctuate.heartbeat(4, 2, clock=clock)) for clock in ("ARRIVAL", "arrival"))
+    assert upper == lower
+
+
 def test_ordered_by_punctuates_each_key_up_to_its_own_value(spark, rows):
     assert frame(spark, punctuate.ordered_by("k")) == {(r, k, closed(x)) for r, k, x, _ in rows}
 
@@ -70,6 +75,12 @@ def test_ordered_by_a_key_named_twice_punctuates_it_once(spark, rows):
 def test_embedded_bounds_become_wid_closed_and_null_keys_are_wildcards(spark, rows):
     given = [(5, "x", 42.0), (9, None, 17.5), (12, "y", -3.0)]
     df = spark.createDataFrame(given, "row_num long, k string, x double")
+    assert frame(spark, punctuate.embedded(df)) == {(r, k, closed(b)) for r, k, b in given}
+
+
+def test_embedded_bounds_of_another_number_type_are_read_as_numbers(spark, rows):
+    given = [(5, "x", 42), (9, None, 17), (12, "Y", -3)]  # long bounds on the double x; keys as given
+    df = spark.createDataFrame(given, "row_num int, K string, x long")
     assert frame(spark, punctuate.embedded(df)) == {(r, k, closed(b)) for r, k, b in given}
 
 

@@ -263,7 +263,7 @@ def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(s
         bad = [
             ("CREATE VIEW sqlcat_v1 AS " + Q1, "temporary view"),  # traffic is a temp view
             ("CREATE VIEW sqlcat_v2 AS " + Q1.replace("traffic", "sqlcat_missing"), "unknown table"),
-            ("CREATE VIEW sqlcat_v3 AS " + q.replace("max(speed)", "max(nope)"), "cannot resolve"),
+            ("CREATE VIEW sqlcat_v3 AS " + q.replace("max(speed)", "max(nope)"), "unknown column 'nope' in view"),
             ("CREATE VIEW sqlcat_v4 AS SELECT count(*) AS n FROM sqlcat_traffic [tumbling, delta(speed, 4)]",
              "not compiled to SQL"),
             ("CREATE TABLE sqlcat_v5 AS " + q, "can only define a view"),
@@ -300,7 +300,7 @@ def test_wid_sql_statements_file(spark, tmp_path, capsys):
                       "SELECT count(*) AS n FROM sqlcat_cli;\nSELECT ';' AS semicolon")
     assert main(["sql", "-f", str(script)], spark=spark) == 0
     out = capsys.readouterr().out
-    assert out.split("\n")[0] == "OK" and "398" in out and "(1 rows)" in out
+    assert out.split("\n")[0] == "OK" and "398" in out and "(1 row)" in out
     assert main(["sql", "-e", "SELECT count(*) AS n FROM nowhere [RANGE 1 SLIDE 1 WATTR x]"], spark=spark) == 2
     assert "unknown view 'nowhere'" in capsys.readouterr().err
 
@@ -329,14 +329,14 @@ def _strings(df) -> list[list[str]]:
 
 
 def _walkthrough() -> list[str]:
-    """The README's shell blocks marked ``walkthrough``, in order."""
-    text = (ROOT / "README.md").read_text()
+    """The shell blocks of docs/sql.md marked ``walkthrough``, in order."""
+    text = (ROOT / "docs" / "sql.md").read_text()
     return [block.split("```sh\n", 1)[1].split("\n```", 1)[0]
             for block in text.split("<!-- walkthrough:")[1:]]
 
 
 def _run_walkthrough(block: str, home: Path) -> subprocess.CompletedProcess:
-    """A README block run as written from the checkout's root, ``wid`` this checkout's CLI and
+    """A walkthrough block of docs/sql.md run as written from the checkout's root, ``wid`` this checkout's CLI and
     HOME ``home`` (loopback only: a Spark defaults file for the ``spark-sql`` process)."""
     conf = home / "conf"
     conf.mkdir(exist_ok=True)
@@ -349,7 +349,7 @@ def _run_walkthrough(block: str, home: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def hive_catalog(tmp_path_factory) -> Path:
-    """The catalog home ``~/.wid`` that the README's first walkthrough block makes, run as written
+    """The catalog home ``~/.wid`` that the first walkthrough block of docs/sql.md makes, run as written
     (HOME a temporary directory): ``wid sql``, in its own process, saves the sample as the table
     ``traffic`` and creates the window view ``q1`` = Q1."""
     blocks = _walkthrough()
@@ -417,7 +417,7 @@ def test_serve_refuses_a_bad_port(spark, capsys):
 
 @pytest.mark.slow
 def test_readme_walkthrough_through_the_spark_sql_binary(spark, hive_catalog):
-    """The README's commands as written: after its first block (``hive_catalog``: ``wid sql`` made
+    """The commands of docs/sql.md as written: after its first block (``hive_catalog``: ``wid sql`` made
     the table and the view ``q1``), the distribution's ``spark-sql``, a separate process on the same
     warehouse and metastore, reads ``q1``: the rows of ``wid.query``."""
     done = _run_walkthrough(_walkthrough()[1], hive_catalog.parent)

@@ -86,7 +86,8 @@ def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = Non
         built.append(compile_query(spark, query_text, window))
         return built[0].result()
 
-    resolved(result)  # every expression of the query resolves, each as one expression
+    # every expression of the query resolves, each as one expression
+    resolved(result, spark=spark, view=WindowQuery.parse(query_text).source)
     compiled = built[0]
     spec, q = compiled.spec, compiled.query
     source = qualified(q.source)

@@ -27,6 +27,7 @@ from itertools import combinations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, NullType, NumericType
 
 from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
                                 time_like)
@@ -45,15 +46,48 @@ def _mode(mode: str) -> str:
     return mode
 
 
-def _grouped(compiled, names: list[str], what: str) -> dict[str, str]:
-    """Each of ``names`` -> the query's GROUP BY key it names, in any case; a :class:`WidError`
-    naming those that are no key (``what``: whose columns they are)."""
-    keys = {k.lower(): k for k in compiled.keys}
-    unknown = [n for n in names if n.lower() not in keys]
-    if unknown:
-        raise WidError(f"{what} column(s) {', '.join(unknown)} are not GROUP BY keys of the query "
-                       f"(keys: {', '.join(compiled.keys) or 'none'})")
-    return {n: keys[n.lower()] for n in names}
+@dataclass(frozen=True)
+class _View:
+    """The query's view (the stream as the user named it, without the columns wid adds) and its
+    columns, lower case -> as it spells them: what a generator's errors name, read from the
+    schema before any Spark job."""
+
+    name: str
+    columns: dict[str, str]
+
+    @classmethod
+    def of(cls, compiled) -> _View:
+        view = compiled.query.source
+        return cls(view, {c.lower(): c for c in compiled.tagged.sparkSession.table(view).columns})
+
+    def column(self, name: str, what: str, role: str = "column", fix: str = "") -> str:
+        """``name`` as the view spells it; a :class:`WidError` naming ``what`` (the generator), the
+        column's ``role`` and the view when the view has none, ending with the ``fix``."""
+        if name.lower() not in self.columns:
+            raise WidError(f"{what}: view {self.name!r} has no {role} {name!r} "
+                           f"(its columns: {', '.join(self.columns.values())}){fix}")
+        return self.columns[name.lower()]
+
+    def grouped(self, compiled, names: list[str], what: str) -> dict[str, str]:
+        """Each of ``names`` -> the query's GROUP BY key it names, in any case; a :class:`WidError`
+        naming ``what`` (the generator), the column and the view for one that is no key."""
+        keys = {k.lower(): k for k in compiled.keys if k.lower() in self.columns}  # not wid's own
+        for name in names:
+            if self.column(name, what).lower() not in keys:
+                raise WidError(f"{what}: column {name!r} of view {self.name!r} is not a GROUP BY key of the query "
+                               f"(keys: {', '.join(keys.values()) or 'none'})")
+        return {n: keys[n.lower()] for n in names}
+
+
+def _comparable(a: DataType, b: DataType) -> bool:
+    """Values of types ``a`` and ``b`` compare as values of one kind: numbers, times, or one type.
+
+    >>> from pyspark.sql.types import DoubleType, LongType, StringType
+    >>> _comparable(LongType(), DoubleType()), _comparable(StringType(), DoubleType())
+    (True, False)
+    """
+    return (type(a) is type(b) or all(isinstance(t, NumericType) for t in (a, b))
+            or (time_like(a) and time_like(b)))
 
 
 @dataclass(frozen=True)
@@ -75,17 +109,31 @@ class Embedded(Generator):
     frame: DataFrame
     mode: str = "generous"
 
+    def _keys(self, compiled) -> dict[str, str]:
+        """The frame's key columns -> the query's GROUP BY keys they bind; a :class:`WidError`,
+        before any Spark job, naming the column and the view, unless the frame has ``row_num``
+        and the bound (named like the window attribute, of a comparable type) and each other
+        column is a GROUP BY key of a comparable type (NULL: any value)."""
+        view, wattr, given = _View.of(compiled), compiled.spec.wattr, ", ".join(self.frame.columns)
+        named = {c.lower(): c for c in self.frame.columns}
+        if "row_num" not in named:
+            raise WidError(f"embedded punctuations have no row_num column (their columns: {given})")
+        if wattr.lower() not in named:
+            raise WidError(f"embedded punctuations have no bound column {wattr!r}, named like the window attribute "
+                           f"of view {view.name!r} (their columns: {given})")
+        keys = view.grouped(compiled, [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())],
+                            "embedded punctuations")
+        for c, k in {named[wattr.lower()]: wattr, **keys}.items():
+            dtype, streamed = attribute_type(self.frame, c), attribute_type(compiled.tagged, k)
+            if not (_comparable(dtype, streamed) or (k != wattr and isinstance(dtype, NullType))):
+                raise WidError(f"embedded punctuations: column {c!r} is {dtype.simpleString()}, but {k!r} of view "
+                               f"{view.name!r} is {streamed.simpleString()}")
+        return keys
+
     def punctuations(self, compiled) -> Punctuations:
         wattr, named = compiled.spec.wattr, {c.lower(): c for c in self.frame.columns}
-        for needed in ("row_num", wattr):
-            if needed.lower() not in named:
-                raise WidError(f"punctuations need a {needed!r} column (columns: {', '.join(self.frame.columns)})")
-        pattern = [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())]
-        keys = _grouped(compiled, pattern, "punctuation")
+        keys = self._keys(compiled)
         bound_type, stream_type = attribute_type(self.frame, wattr), attribute_type(compiled.tagged, wattr)
-        if time_like(bound_type) != time_like(stream_type):
-            raise WidError(f"punctuation bound {wattr!r} is {bound_type.simpleString()}, "
-                           f"the stream's is {stream_type.simpleString()}")
         types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
         bound, _ = on_axis(column(named[wattr.lower()]), bound_type, stream_type)
         frame = in_order(self.frame, "punctuation")
@@ -162,21 +210,37 @@ class Heartbeat(Generator):
     clock: str = "arrival_ts"
     mode: str = "generous"
 
+    def _clock(self, compiled) -> str:
+        """The clock column as the view spells it; a :class:`WidError`, before any Spark job,
+        naming the column and the view, unless the view has it, a number or a timestamp as the
+        window attribute is."""
+        view, wattr = _View.of(compiled), compiled.spec.wattr
+        clock = view.column(self.clock, "heartbeat", "clock column", "; name the arrival clock with "
+                            "heartbeat(every, skew, clock=COLUMN)")
+        dtype, attribute = attribute_type(compiled.tagged, clock), attribute_type(compiled.tagged, wattr)
+        if not (time_like(dtype) or isinstance(dtype, NumericType)):
+            raise WidError(f"heartbeat: clock column {clock!r} of view {view.name!r} is {dtype.simpleString()}: "
+                           "it must be a number or a timestamp")
+        if time_like(dtype) != time_like(attribute):
+            raise WidError(f"heartbeat: clock column {clock!r} ({dtype.simpleString()}) and window attribute "
+                           f"{wattr!r} ({attribute.simpleString()}) of view {view.name!r} must both be timestamps "
+                           "or both numbers")
+        return clock
+
     def _closed(self, compiled) -> Column:
         """wid_closed of the heartbeat seen right after the tuple (NULL without a clock value)."""
-        dtype = attribute_type(compiled.tagged, self.clock)
+        name = self._clock(compiled)
+        dtype = attribute_type(compiled.tagged, name)
         attribute = attribute_type(compiled.tagged, compiled.spec.wattr)
-        if time_like(dtype) != time_like(attribute):
-            raise WidError(f"heartbeat clock {self.clock!r} and window attribute {compiled.spec.wattr!r} "
-                           "must both be timestamps or both numbers")
-        clock, factor = numeric_value(*on_axis(column(self.clock), dtype, attribute), self.clock)
+        clock, factor = numeric_value(*on_axis(column(name), dtype, attribute), name)
         period = F.lit(self.every * factor)
         tick = F.floor(clock / period) * period  # the last heartbeat at or before the tuple's arrival
         return self.closed(compiled, self.on_ids(compiled, tick - F.lit(self.skew * factor), factor))
 
     def punctuations(self, compiled) -> Punctuations:
+        closed = self._closed(compiled)  # checks the clock first
         frame = compiled.tagged.where(column(self.clock).isNotNull()).select(
-            column("row_num").cast("long").alias("row_num"), self._closed(compiled).alias(WID_CLOSED))
+            column("row_num").cast("long").alias("row_num"), closed.alias(WID_CLOSED))
         return Punctuations(frame, (), ((),))
 
     def marks(self, compiled) -> Marks:
@@ -200,7 +264,7 @@ class OrderedBy(Generator):
     mode: str = "generous"
 
     def punctuations(self, compiled) -> Punctuations:
-        names = tuple(dict.fromkeys(_grouped(compiled, list(self.keys), "ordered_by").values()))  # each key once
+        names = tuple(dict.fromkeys(_View.of(compiled).grouped(compiled, list(self.keys), "ordered_by").values()))
         frame = compiled.tagged.select(column("row_num").cast("long").alias("row_num"), *columns(names),
                                        self.closed(compiled, column(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,), wildcard=False)
