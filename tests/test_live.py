@@ -135,6 +135,7 @@ def test_live_equals_replay(spark, outputs, name):
     (results, late), static_punctuations = outputs[name]
     expected = _replayed(spark, name, static_punctuations)
     assert results.columns == expected.results.columns and late.columns == expected.late.columns
+    assert late.columns[-3:] == ["wid", "window_start", "window_end"]  # each late row's extent, as results
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
     assert results.where(F.col("emit_row").isNotNull()).count() > 0 or name == "end_only"
@@ -183,6 +184,20 @@ def test_live_null_keys_with_keyed_and_wildcard_punctuations_equal_replay(spark,
     results, late = live_run.read_output(spark, job, tmp_path / "out")
     expected = replay(spark, text, punctuate.embedded(frame.where(F.col(FLAG)).select("row_num", "k", "x")))
     assert results.where(F.col("k").isNull() & F.col("emit_row").isNotNull()).count() > 0
+    assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
+    assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
+
+
+def test_live_late_rows_on_microsecond_timestamps_carry_replays_bounds(spark, tmp_path):
+    """A timestamp attribute with microseconds: each late row's ``window_start``/``window_end``
+    (timestamps, the extent of its ``wid``) are replay's, as are the results."""
+    frame = spark.createDataFrame(rows(seed=5, n=45), COLUMNS).where(~F.col(FLAG)).drop(FLAG).withColumn(
+        "ts", F.timestamp_micros((F.col("x") * 1_000_000 + 1_700_000_000_000_000 + 7).cast("long")))
+    frame.createOrReplaceTempView(VIEW + "_ts")
+    text = (f"SELECT k, count(*) AS n, sum(v) AS total FROM {VIEW}_ts [RANGE 6 SECONDS SLIDE 2 SECONDS WATTR ts] "
+            "GROUP BY k")
+    results, late, expected = _live_and_replay(spark, text, frame, punctuate.slack(1), tmp_path)
+    assert late.schema["window_start"].dataType.simpleString() == "timestamp" and late.count() > 0
     assert_df_equality(results, expected.results, ignore_row_order=True, ignore_nullable=True)
     assert_df_equality(late, expected.late, ignore_row_order=True, ignore_nullable=True)
 

@@ -9,9 +9,11 @@ contributions, consistent the whole tuple). Extents are materialised from
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import random
 from collections import Counter, defaultdict
+from fractions import Fraction
 
 import pytest
 from chispa import assert_df_equality
@@ -20,6 +22,8 @@ from pyspark.sql import functions as F
 import wid
 from wid import punctuate
 from wid.errors import WidError
+
+import oracle
 
 RANGE, SLIDE = 6, 2
 QUERY = f"SELECT k, count(*) AS n, sum(v) AS total FROM s [RANGE {RANGE} SLIDE {SLIDE} WATTR x] GROUP BY k"
@@ -276,11 +280,11 @@ def test_ordered_by_a_null_key_on_slide_by_tuple_windows(spark):
 
 
 def test_bad_punctuations_are_named(spark, rows):
-    with pytest.raises(WidError, match="not GROUP BY keys"):
+    with pytest.raises(WidError, match="is not a GROUP BY key"):
         wid.replay(spark, QUERY, punctuation=punctuate.ordered_by("v"))
     with pytest.raises(WidError, match="mode"):
         punctuate.slack(1, mode="lenient")
-    with pytest.raises(WidError, match="need a 'x' column"):
+    with pytest.raises(WidError, match="have no bound column 'x'"):
         wid.replay(spark, QUERY, punctuation=punctuate.embedded(spark.createDataFrame([(1, 2.0)], "row_num long, y double")))
 
 
@@ -291,3 +295,56 @@ def test_replay_of_an_operational_window_emits_what_the_operator_emits(spark, ro
     rep = wid.replay(spark, q)
     assert rep.late.count() == 0
     assert sorted(rep.results.drop("emit_row", "revision").collect()) == sorted(wid.query(spark, q).collect())
+
+
+#: Late rows carry their window's bounds as results do: (clause, the oracle's window, late rows have bounds).
+LATE_BOUNDS = {
+    "sliding on doubles": ("[RANGE 3 SLIDE 1.5 WATTR x]", oracle.Sliding(3, Fraction(3, 2), "x"), True),
+    "tumbling on microsecond timestamps": ("[RANGE 2 SECONDS SLIDE 2 SECONDS WATTR ts]", oracle.Sliding(2, 2, "ts"),
+                                           True),
+    "landmark (no start)": ("[RANGE UNBOUNDED SLIDE 1.5 WATTR x]", oracle.Landmark(Fraction(3, 2), "x"), True),
+    "slide-by-tuple (no extent on the attribute)": ("[RANGE 2.5 RATTR x SLIDE 1 ROW SATTR row_num]", None, False),
+}
+
+
+@pytest.fixture(scope="module")
+def readings(spark):
+    """Readings 0.4 s apart, 30 % up to 3 s behind their arrival: ``x`` a double with two decimals,
+    ``ts`` the same instant as a timestamp with microseconds, ``v`` two decimals, a NULL key."""
+    rnd = random.Random(29)
+    start = dt.datetime(2024, 5, 1, 8, 0, 0, 123457)
+    data = []
+    for i in range(150):
+        x = round(i * 0.4 - (rnd.uniform(0, 3) if rnd.random() < 0.3 else 0.0), 2)
+        data.append((2 * i, rnd.choice(["a", "b", None]), x, start + dt.timedelta(seconds=x),
+                     round(rnd.uniform(-20, 80), 2)))
+    spark.createDataFrame(data, "row_num long, k string, x double, ts timestamp, v double") \
+        .createOrReplaceTempView("late_bounds")
+    return data
+
+
+@pytest.mark.parametrize("case", list(LATE_BOUNDS))
+def test_late_rows_carry_their_windows_bounds_as_results_do(spark, readings, case):
+    """``window_start``/``window_end`` after ``wid`` on every late row: the oracle's extent of its
+    wid, in the attribute's type (a landmark's start NULL), the late tuple inside it; none for a
+    kind whose results have none."""
+    clause, window, bounded = LATE_BOUNDS[case]
+    rep = wid.replay(spark, f"SELECT k, count(*) AS n, max(v) AS hi FROM late_bounds {clause} GROUP BY k",
+                     punctuate.slack(1))
+    extent = ["wid", "window_start", "window_end"] if bounded else ["wid"]
+    assert rep.late.columns == ["row_num", "k", "x", "ts", "v", *extent]
+    assert [c for c in rep.results.columns if c in extent] == extent
+    if not bounded:
+        return
+    late = rep.late.collect()
+    assert late
+    assert rep.late.schema["window_end"].dataType == rep.results.schema["window_end"].dataType
+    attr = window.attr
+    for row in late:
+        start, end = window.extent(row.wid)
+        assert oracle.seconds(row.window_end) == end
+        if isinstance(window, oracle.Landmark):
+            assert row.window_start is None
+        else:
+            assert oracle.seconds(row.window_start) == start <= oracle.seconds(row[attr])
+        assert oracle.seconds(row[attr]) < end

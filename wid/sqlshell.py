@@ -97,6 +97,8 @@ def start(args: argparse.Namespace) -> SparkSession:
 
 def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid sql``: the statements of ``-e`` or ``-f`` one by one, each result printed; else the prompt."""
+    if args.limit < 0:
+        raise WidError("--limit must be >= 0")
     if args.execute is None and args.file is None:
         return prompt(session())
     text = args.execute if args.execute is not None else _read(args.file)

@@ -37,7 +37,7 @@ class Live:
     ...     print(job.frame.isStreaming, job.buckets, job.results.columns)
     ...     print(job.late.columns)
     True 2 ['wid', 'window_start', 'window_end', 'k', 'total', 'emit_row', 'revision']
-    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid']
+    ['row_num', 'ts', 'arrival_ts', 'k', 'v', 'wid', 'window_start', 'window_end']
     """
 
     frame: DataFrame
@@ -87,5 +87,6 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
     results = frame.where(is_result).select(*map(column, named), EMIT_ROW, REVISION)
-    late = frame.where(~is_result).select(*[column(c).alias(c) for c in payload], WID)
+    late = frame.where(~is_result).select(*[column(c).alias(c) for c in payload], WID,
+                                          *[e.alias(name) for e, name in compiled.bounds(column(WID))])
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)
