@@ -17,7 +17,7 @@ from chispa import assert_df_equality
 import wid
 from wid import bench
 from wid.cli import BAD_INPUT, main
-from wid.console import cell
+from wid.console import cells
 from wid.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +75,9 @@ def test_run_prints_the_first_rows_sorted_by_keys_then_wid(spark, capsys, plan_p
     keys = [c for c in result.columns if c != "wid" and c in spark.table(plan.view).columns]
     everything = sorted(result.collect(), key=lambda r: [r[k] for k in keys] + [r["wid"]])
     assert header == result.columns
-    assert rows == [[cell(v) for v in row] for row in everything[:7]]
-    assert note == (f"(showing 7 of {len(everything)} rows (--limit N for more))" if len(everything) > 7
+    shown = [cells([row[i] for row in everything[:7]], f.dataType) for i, f in enumerate(result.schema.fields)]
+    assert rows == [list(row) for row in zip(*shown)]  # each column in one format
+    assert note == (f"(showing 7 of {len(everything)} rows; --limit N for more)" if len(everything) > 7
                     else f"({len(everything)} rows)")
 
 
@@ -92,13 +93,16 @@ def test_out_writes_the_query_result(spark, capsys, tmp_path, fmt):
     plan = Plan.load(ROOT / "plans" / "q1_traffic.toml")
     out = tmp_path / "out"
     assert main(["run", str(plan.path), "--out", str(out), "--format", fmt], spark=spark) == 0
-    assert capsys.readouterr().out.strip() == f"wrote {out} ({fmt})"
+    written_line = capsys.readouterr().out.strip()
 
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView(plan.view)
     expected = wid.query(spark, plan.query)
+    assert written_line == f"wrote {expected.count()} rows to {out} ({fmt})"
     reader = spark.read.schema(expected.schema).option("header", True) if fmt == "csv" else spark.read
     written = reader.format(fmt).load(str(out))
     assert_df_equality(written, expected, ignore_row_order=True, ignore_nullable=True)
+    shown = [(r.seg_id, r.wid) for r in written.collect()]  # one file, in the order `wid run` prints
+    assert shown == sorted(shown)
 
 
 def test_out_never_overwrites(spark, capsys, tmp_path):
@@ -125,7 +129,7 @@ BAD_PLANS = {
     "missing input file": (Q1.replace("{sample}", "nowhere.parquet"), "input file not found"),
     "non-positive range": (Q1.replace("RANGE 5 MINUTES", "RANGE -5 MINUTES"), "RANGE must be positive"),
     "malformed clause": (Q1.replace("WATTR ts", "WATTR"), "WATTR needs a column name"),
-    "unknown column": (Q1.replace("max(speed)", "max(velocity)"), "cannot resolve the query"),
+    "unknown column": (Q1.replace("max(speed)", "max(velocity)"), "unknown column 'velocity'"),
     "input path not a string": ('view = "t"\nquery = "x"\n[input]\npath = 5\n',
                                 "[input] path must be a non-empty string, got 5"),
     "sum of a string": (Q1.replace("max(speed)", "sum(seg_id)"), "sum(seg_id): sum needs a number, not string"),
@@ -195,7 +199,7 @@ def test_a_file_without_the_window_attribute_names_it(spark, capsys, tmp_path):
     code = main(["run", str(plan)], spark=spark)
     err = capsys.readouterr().err
     assert code == BAD_INPUT
-    assert err == f"wid: input file {tmp_path / 's.csv'} has no column 'ts' (the window attribute)\n"
+    assert err == "wid: unknown column 'ts' in [RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts]: s has row_num, seg_id, speed\n"
 
 
 @pytest.mark.parametrize("flags, message", [
@@ -235,7 +239,7 @@ def test_console_script_runs_q1(spark):
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
     total = wid.query(spark, Plan.load(ROOT / "plans" / "q1_traffic.toml").query).count()
     assert header == ["wid", "window_start", "window_end", "seg_id", "max_speed", "min_speed"] and len(rows) == 3
-    assert note == f"(showing 3 of {total} rows (--limit N for more))"
+    assert note == f"(showing 3 of {total} rows; --limit N for more)"
 
     bad = subprocess.run([_console_script(), "run", "plans/none.toml"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert bad.returncode == BAD_INPUT and bad.stderr == "wid: plan not found: plans/none.toml\n"

@@ -24,6 +24,7 @@ EXEMPT = {
     "wid.bench": _ALL, "wid.bench_kinds": _ALL, "wid.bench_scale": _ALL, "wid.live_bench": _ALL,
     # command lines: argument parsers and the commands they run (tests/test_cli.py runs them)
     "wid.cli": ("add_run_parser", "run", "parser", "main"), "wid.live_cli": _ALL,
+    "wid.query_cli": ("add_query_parser", "add_replay_parser", "run_query", "run_replay"),
     "wid.experiment": ("run_experiment", "experiment", "add_parser", "plot"), "wid.datasets.traffic": ("main",),
     # servers: Spark Connect, the Thrift JDBC server and its shell (tests/test_sqlcat.py, tests/test_connect.py)
     "wid.serve": _ALL, "wid.sqlshell": _ALL, "wid.session": ("remote_session",),

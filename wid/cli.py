@@ -1,34 +1,38 @@
-"""The ``wid`` command line: ``wid run PLAN.toml`` and ``wid bench``.
+"""The ``wid`` command line: ``wid query``, ``wid replay``, ``wid run PLAN.toml``, ``wid sql``, ...
 
 Each subcommand module exposes ``add_parser(subparsers) -> ArgumentParser`` whose parser sets
 ``command=fn`` with ``fn(args, session) -> int``, ``session()`` giving the Spark session (started
-on first call, so bad arguments fail before a JVM starts); list it in :data:`SUBCOMMANDS`.
-Bad input (a :class:`WidError`, a Spark error raised by wid's checks, an unresolvable query)
-ends with one line on stderr and exit status 2.
+on first call, so bad arguments fail before a JVM starts); list it in :data:`SUBCOMMANDS` and
+its examples in :data:`EXAMPLES`. Bad input (a :class:`WidError`, a Spark error raised by wid's
+checks, an unresolvable query) ends with one line on stderr and exit status 2. The JVM's own
+output (log4j, its warnings) goes to a log file unless ``--verbose``; a spinner on the terminal
+shows while Spark starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
+import tempfile
+import warnings
+from importlib.metadata import PackageNotFoundError, version
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 from pyspark.errors import AnalysisException
-from pyspark.logger import PySparkLogger
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from wid import bench, experiment, live_cli, serve, sqlshell
-from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, table
-from wid.errors import WidError
+from wid import bench, experiment, live_cli, query_cli, serve, sqlshell
+from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, plural, table
+from wid.errors import WidError, quiet_analysis
 from wid.plan import Plan
-from wid.compiler import WindowQuery, query
-from wid.session import local_session, remote_session
-from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import columns
+from wid.compiler import query
+from wid.progress import Progress
+from wid.session import jvm_output, local_session, remote_session
 from wid.stream.replay import replay
 
 BAD_INPUT = 2
@@ -55,10 +59,9 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     if args.out:
         writable(args.out)
     plan = Plan.load(args.plan)
+    plan.check(replaying="replay" in plan.sections)
     spark = session()
     source = plan.register(spark, args.rows)
-    if "path" in plan.input:
-        _has_window_attribute(plan, source)
     # a [flink] table holds the trigger/eviction policies of a query whose window clause is [flink];
     # a [replay] table replays the query: punctuation = scheme (as in [experiment] curves) + options,
     # allowed_lateness
@@ -72,26 +75,15 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         out, late = rep.results, rep.late
     else:
         out = query(spark, plan.query, window)
+    out = query_cli.in_shown_order(out, plan.query, source.columns)
     if args.out:
-        writer = out.write.mode("errorifexists")
-        (writer.option("header", True).csv if args.format == "csv" else writer.parquet)(args.out)
-        print(f"wrote {args.out} ({args.format})")
+        rows = query_cli.write_folder(out, Path(args.out), args.format)
+        print(f"wrote {plural(rows, 'row')} to {args.out} ({args.format})")
         return 0
-    if not WindowQuery.parse(plan.query).order_by:
-        keys = [c for c in out.columns if c != "wid" and c in source.columns]
-        out = out.orderBy(*columns(keys), "wid", *columns([c for c in out.columns if c not in keys and c != "wid"]))
     print(table(out, args.limit))
     if late is not None:
-        print(f"late: {late.count()} (tuple, window) rows")
+        print(f"late: {plural(late.count(), '(tuple, window) row')}")
     return 0
-
-
-def _has_window_attribute(plan: Plan, source: DataFrame) -> None:
-    """A :class:`WidError` naming the column and the file when the input lacks the window attribute."""
-    window = WindowQuery.parse(plan.query).window
-    wattr = parse_window(window).wattr if "flink" not in plan.sections else None
-    if wattr and wattr.lower() not in {c.lower() for c in source.columns}:
-        raise WidError(f"input file {plan.data_path} has no column {wattr!r} (the window attribute)")
 
 
 def writable(out: str) -> None:
@@ -122,44 +114,73 @@ def writable(out: str) -> None:
         raise WidError(f"--out {out}: cannot create the directory ({error.strerror})") from None
 
 
-SUBCOMMANDS = [add_run_parser, bench.add_parser, experiment.add_parser, live_cli.add_parser, sqlshell.add_parser,
-               serve.add_parser]
+SUBCOMMANDS = [query_cli.add_query_parser, query_cli.add_replay_parser, add_run_parser, sqlshell.add_parser,
+               serve.add_parser, live_cli.add_parser, bench.add_parser, experiment.add_parser]
+
+#: One or two examples per subcommand, shown at the end of its ``--help``.
+EXAMPLES = {
+    "query": ['wid query events.csv "SELECT key, max(value) AS hi, count(*) AS n '
+              'FROM events [RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts] GROUP BY key"',
+              'wid query data/ --as readings --format csv "SELECT count(*) AS n FROM readings '
+              '[SESSION 30 SECONDS WATTR ts]" > sessions.csv'],
+    "replay": ['wid replay events.csv --arrival source --punctuation "slack(30)" '
+               '"SELECT key, count(*) AS n FROM events [RANGE 1 MINUTE SLIDE 1 MINUTE WATTR ts] GROUP BY key"',
+               'wid replay events.csv --arrival received --punctuation "heartbeat(every=10, skew=5, clock=received)" '
+               '--allowed-lateness 60 --out replayed/ "SELECT count(*) AS n FROM events [RANGE 60 SECONDS SLIDE 60 '
+               'SECONDS WATTR ts]"'],
+    "run": ["wid run plans/q1_traffic.toml", "wid run plans/replay_lateness.toml --out result/ --format csv"],
+    "sql": ["wid sql -e \"CREATE VIEW q1 AS SELECT seg_id, max(speed) AS hi FROM traffic "
+            "[RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts] GROUP BY seg_id\"", "wid sql -f views.sql"],
+    "serve": ["wid serve --port 10000   # then: beeline -u jdbc:hive2://127.0.0.1:10000"],
+    "live": ["wid live plans/live_traffic.toml", "wid live plans/live_sessions.toml --dir work/ --limit 5"],
+    "bench": ["wid bench --rows 2000000", "wid bench --rows 20000000 --chart docs/bench_20m.png"],
+    "experiment": ["wid experiment plans/exp2_bounded_disorder.toml"],
+}
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--master", metavar="URL", help="Spark master for the embedded session (default local[2])")
     where.add_argument("--remote", metavar="sc://HOST:PORT", help="use a Spark Connect server instead")
+    parser.add_argument("--verbose", action="store_true", help="show Spark's own log lines and warnings")
 
 
 def parser() -> argparse.ArgumentParser:
-    """The ``wid`` argument parser, one subparser per entry of :data:`SUBCOMMANDS`."""
-    top = argparse.ArgumentParser(prog="wid", description="Window-ID (WID) window aggregates on Spark.")
+    """The ``wid`` argument parser, one subparser per entry of :data:`SUBCOMMANDS`, each ending
+    its help with its :data:`EXAMPLES`."""
+    top = argparse.ArgumentParser(prog="wid", description="Window-ID (WID) window aggregates on Spark.",
+                                  epilog="Run `wid COMMAND --help` for a command's options and examples.")
+    top.add_argument("--version", action="version", version=f"wid {_version()}")
     subparsers = top.add_subparsers(dest="subcommand", required=True, metavar="COMMAND")
     for add_parser in SUBCOMMANDS:
-        _session_options(add_parser(subparsers))
+        sub = add_parser(subparsers)
+        _session_options(sub)
+        examples = EXAMPLES[sub.prog.split()[-1]]
+        sub.formatter_class = argparse.RawDescriptionHelpFormatter
+        sub.epilog = "examples:\n" + "\n".join(f"  {example}" for example in examples)
     return top
+
+
+def _version() -> str:
+    try:
+        return version("wid")
+    except PackageNotFoundError:  # a checkout on sys.path, not installed
+        return "unknown (not installed)"
 
 
 @contextmanager
 def _logging():
     """Progress (the ``wid`` logger) on stderr. PySpark logs each analysis error it captures with
-    its query context; here it is reported in one line instead."""
-    # PySpark's own logger class: a plain Logger made here first would break PySpark's later logging calls
-    loggers = [PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")]
-    saved = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
+    its query context; here it is reported in one line instead (:func:`quiet_analysis`)."""
     progress, level = logging.StreamHandler(sys.stderr), log.level
     log.addHandler(progress)
     log.setLevel(logging.INFO)
     try:
-        yield
+        with quiet_analysis():
+            yield
     finally:
         log.removeHandler(progress)
         log.setLevel(level)
-        for logger, disabled in zip(loggers, saved):
-            logger.disabled = disabled
 
 
 def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> int:
@@ -167,21 +188,27 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     is used unless ``--master`` or ``--remote`` asks for another."""
     args = parser().parse_args(argv)
     started: list[SparkSession] = []
+    progress = Progress()
+    jvm_log = None if args.verbose else Path(tempfile.gettempdir(), f"wid-spark-{os.getpid()}.log")
 
     @cache
     def session() -> SparkSession:
-        if args.remote:
-            started.append(remote_session(args.remote))
-        elif args.master or not (spark or SparkSession.getActiveSession()):
-            start = getattr(args, "start", None)  # a subcommand's own embedded session
-            started.append(start(args) if start else local_session(args.master or "local[2]"))
-            started[0].sparkContext.setLogLevel("OFF")  # failed tasks would log stack traces; errors are reported here
-        else:
-            return spark or SparkSession.getActiveSession()
+        with progress.step("starting Spark"), jvm_output(jvm_log):
+            if args.remote:
+                started.append(remote_session(args.remote))
+            elif args.master or not (spark or SparkSession.getActiveSession()):
+                start = getattr(args, "start", None)  # a subcommand's own embedded session
+                started.append(start(args) if start else local_session(args.master or "local[2]"))
+                # failed tasks would log stack traces; errors are reported here
+                started[0].sparkContext.setLogLevel("OFF")
+            else:
+                return spark or SparkSession.getActiveSession()
         return started[0]
 
     try:
-        with _logging():
+        with _logging(), warnings.catch_warnings(), progress.step("running", after=2.0):
+            if not args.verbose:
+                warnings.simplefilter("ignore")  # PySpark's Python warnings (e.g. on Arrow fallbacks)
             return args.command(args, session)
     except WidError as error:
         print(f"wid: {error}", file=sys.stderr)
@@ -192,6 +219,8 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
     finally:
         for owned in started:
             owned.stop()
+        if jvm_log is not None:
+            jvm_log.unlink(missing_ok=True)
     return BAD_INPUT
 
 if __name__ == "__main__":

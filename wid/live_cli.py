@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from wid.console import plural, table
+from wid.errors import WidError
 from wid.experiment import punctuation_of
 from wid.plan import Plan
 from wid.spec.numbers import positive_whole
@@ -41,7 +43,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     """``wid live``: the live query to completion, then a summary and the first results."""
+    if args.limit < 0:
+        raise WidError("--limit must be >= 0")
     plan = Plan.load(args.plan)
+    plan.check(replaying=True)  # live mode reads arrival order as a replay does
     settings = dict(plan.sections.get("live", {}))
     files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
     scheme = settings.pop("punctuation", "none")
@@ -57,7 +62,6 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     job = live(spark, plan.query, stream, generator, buckets=buckets, window=plan.window)
     live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
     results, late = live_run.read_output(spark, job, work / "out")
-    print(f"{results.count()} results and {late.count()} late rows in {work / 'out'} (column kind)")
-    first = results.orderBy(results.emit_row.asc_nulls_last(), *columns(results.columns[:-1])).limit(args.limit)
-    print(first.toPandas().to_string(index=False))
+    print(f"{plural(results.count(), 'result')} and {plural(late.count(), 'late row')} in {work / 'out'} (column kind)")
+    print(table(results.orderBy(results.emit_row.asc_nulls_last(), *columns(results.columns[:-1])), args.limit))
     return 0

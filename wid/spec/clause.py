@@ -11,6 +11,7 @@ Grammar (keywords case-insensitive, parameters in any order)::
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from wid.errors import WidError
@@ -71,6 +72,17 @@ def _parameters(clause: str) -> dict[str, list[str]]:
     return params
 
 
+def _misspelt(keyword: str, clause: str) -> str:
+    """`` (is X a misspelt KEYWORD?)`` for a word of ``clause`` close to ``keyword``, else ``""``.
+
+    >>> _misspelt("SLIDE", "RANGE 60 SLDE 30 WATTR ts")
+    " (is 'SLDE' a misspelt SLIDE?)"
+    """
+    words = {t.upper(): t for t in _tokens(clause) if t.isalpha() and t.upper() not in _KEYWORDS}
+    close = difflib.get_close_matches(keyword, list(words), n=1, cutoff=0.7)
+    return f" (is {words[close[0]]!r} a misspelt {keyword}?)" if close else ""
+
+
 def _measure(words: list[str], keyword: str, clause: str) -> tuple[Number | None, str | None]:
     """``(amount in seconds or raw units, unit)`` of ``RANGE``/``SLIDE``; amount None for UNBOUNDED."""
     if not words or len(words) > 2:
@@ -115,7 +127,7 @@ def parse_window(clause: str) -> WindowSpec:
         return _session(params, clause)
     for required in ("RANGE", "SLIDE"):
         if required not in params:
-            raise WidError(f"missing {required} in [{clause}]")
+            raise WidError(f"missing {required} in [{clause}]{_misspelt(required, clause)}")
     range_, range_unit = _measure(params["RANGE"], "RANGE", clause)
     slide, slide_unit = _measure(params["SLIDE"], "SLIDE", clause)
     wattr, pattr = _attribute(params, "WATTR", clause), _attribute(params, "PATTR", clause)
