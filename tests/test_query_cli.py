@@ -20,6 +20,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import wid
+
 import oracle
 from wid.cli import BAD_INPUT, EXAMPLES, main, parser
 from wid.preflight import preflight
@@ -53,7 +55,7 @@ def write_csv(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def wid(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+def run_wid(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     assert WID, "the wid console script is installed (pip install -e .)"
     return subprocess.run([WID, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
@@ -74,7 +76,7 @@ def seconds(text: str) -> Fraction:
 def test_query_on_your_own_csv_equals_the_oracle_and_prints_nothing_else(tmp_path):
     rows = events()
     write_csv(tmp_path / "events.csv", rows)
-    done = wid("query", "events.csv", QUERY, "--format", "csv", cwd=tmp_path)
+    done = run_wid("query", "events.csv", QUERY, "--format", "csv", cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")  # no Spark log line, no warning
     printed = list(csv.DictReader(io.StringIO(done.stdout)))
     assert list(printed[0]) == ["wid", "window_start", "window_end", "key", "hi", "lo", "n"]
@@ -89,7 +91,7 @@ def test_query_on_your_own_csv_equals_the_oracle_and_prints_nothing_else(tmp_pat
 def test_replay_accounts_for_every_tuple(tmp_path):
     rows = events(seed=11)
     write_csv(tmp_path / "events.csv", rows)
-    done = wid("replay", "events.csv", "--arrival", "source", "--punctuation", "slack(45)", "--out", "replayed",
+    done = run_wid("replay", "events.csv", "--arrival", "source", "--punctuation", "slack(45)", "--out", "replayed",
                "SELECT key, count(*) AS n FROM events [RANGE 2 MINUTES SLIDE 30 SECONDS WATTR ts] GROUP BY key",
                cwd=tmp_path)
     assert (done.returncode, done.stderr) == (0, "")
@@ -137,7 +139,7 @@ REPLAY_ERRORS = {
     ids=[*ERRORS, *REPLAY_ERRORS])
 def test_a_user_error_is_one_line_before_spark_starts(tmp_path, command, args, message):
     write_csv(tmp_path / "events.csv", events(5))
-    done = wid(command, *args, cwd=tmp_path)
+    done = run_wid(command, *args, cwd=tmp_path)
     assert done.returncode == BAD_INPUT and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("wid: ") and message in done.stderr
     assert "wid_" not in done.stderr and "Spark" not in done.stderr
@@ -172,7 +174,7 @@ def test_out_writes_the_rows_shown_in_their_order(spark, tmp_path, capsys):
     assert not list(tmp_path.glob(".*wid-*"))  # the folder Spark wrote through is gone
 
 
-def test_a_directory_a_glob_and_parquet_are_sources_too(spark, tmp_path, capsys):
+def test_a_directory_a_glob_parquet_and_a_table_are_sources_too(spark, tmp_path, capsys):
     rows = events()
     folder = tmp_path / "readings"
     folder.mkdir()
@@ -188,6 +190,9 @@ def test_a_directory_a_glob_and_parquet_are_sources_too(spark, tmp_path, capsys)
     assert main(["query", str(tmp_path / "events.parquet"), query, "--as", "readings", "--format", "csv"],
                 spark=spark) == 0
     assert capsys.readouterr().out == from_folder
+    spark.read.parquet(str(tmp_path / "events.parquet")).createOrReplaceTempView("cli_readings")  # a table's name
+    assert main(["query", "cli_readings", query, "--as", "readings", "--format", "csv"], spark=spark) == 0
+    assert capsys.readouterr().out == from_folder
     got = {(r["key"], seconds(r["window_start"]), seconds(r["window_end"])): (float(r["hi"]), float(r["lo"]),
                                                                                 int(r["n"]))
            for r in csv.DictReader(io.StringIO(from_folder))}
@@ -201,3 +206,23 @@ def test_a_null_window_attribute_is_one_line(spark, tmp_path, capsys):
     assert main(["query", str(tmp_path / "events.csv"), QUERY], spark=spark) == BAD_INPUT
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("wid: ") and "'ts'" in err and "wid_" not in err
+
+
+def test_replay_with_embedded_punctuations_from_a_file_equals_the_api(spark, tmp_path, capsys):
+    rows = events(40, seed=5)
+    with (tmp_path / "events.csv").open("w", newline="") as f:  # a source that has its own arrival order
+        writer = csv.writer(f)
+        writer.writerow(["row_num", "ts", "key", "value"])
+        for r in rows:
+            writer.writerow([r["row_num"] * 2, r["ts"].strftime("%Y-%m-%d %H:%M:%S.%f"), r["key"], f"{r['value']:.2f}"])
+    (tmp_path / "bounds.csv").write_text("row_num,ts\n21,2026-11-01 08:04:00\n51,2026-11-01 08:07:30.5\n")
+    query = "SELECT key, count(*) AS n FROM events [RANGE 2 MINUTES SLIDE 30 SECONDS WATTR ts] GROUP BY key"
+    assert main(["replay", str(tmp_path / "events.csv"), query, "--punctuation",
+                 f"embedded('{tmp_path / 'bounds.csv'}')", "--format", "json"], spark=spark) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    reader = spark.read.option("header", True).option("inferSchema", True)
+    reader.csv(str(tmp_path / "events.csv")).createOrReplaceTempView("events")
+    rep = wid.replay(spark, query, wid.punctuate.embedded(reader.csv(str(tmp_path / "bounds.csv"))))
+    expected = sorted((r.key, r.wid, r.n, r.emit_row, r.revision) for r in rep.results.collect())
+    assert [(r["key"], r["wid"], r["n"], r["emit_row"], r["revision"]) for r in printed] == expected
+    assert any(r["emit_row"] is not None for r in printed)  # the file's punctuations emitted windows early

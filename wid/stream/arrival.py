@@ -77,5 +77,6 @@ def arrival(df: DataFrame, by: str | Sequence[str] | None = None) -> DataFrame:
         raise WidError("wid.arrival reads each tuple's position in its source, which a join of several sources "
                        "does not have: add row_num to one source before the join") from None
     order = [column(name).asc_nulls_first() for name in names] + [F.col(_FILE), F.col(_SCANNED)]
-    number = (F.row_number().over(Window.orderBy(*order)) - 1).cast("long").alias(ROW_NUM)
+    # one partition, named as such: Spark warns on every window without a partition
+    number = (F.row_number().over(Window.partitionBy(F.lit(0)).orderBy(*order)) - 1).cast("long").alias(ROW_NUM)
     return located.select(number, *columns(df.columns))
