@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -74,44 +75,73 @@ def _source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=int, metavar="N", help="rows to print (default: 50 in a table, all otherwise)")
 
 
-def punctuation(text: str) -> tuple[Callable, list, dict] | None:
-    """``--punctuation TEXT`` as ``(generator, args, kwargs)`` of :mod:`wid.stream.punctuate`
-    (None for ``none``): a call as in Python, bare words taken as text.
+@dataclass(frozen=True)
+class PunctuationText:
+    """``--punctuation TEXT``: a generator of :mod:`wid.stream.punctuate` written as its Python
+    call, bare words taken as text (``make`` None for ``none``). :meth:`parse` checks the options
+    before Spark starts by building the generator, but for ``embedded``, whose punctuations are
+    a SOURCE read once Spark runs (:meth:`generator`).
 
-    >>> punctuation("slack(2.5, mode=consistent)")[1:]
-    ([Decimal('2.5')], {'mode': 'consistent'})
-    >>> punctuation("ordered_by(seg_id)")[1:], punctuation("none")
-    ((['seg_id'], {}), None)
-    >>> punctuation("slak(5)")
+    >>> PunctuationText.parse("slack(2.5, mode=consistent)").generator(spark)
+    Slack(amount=2.5, mode='consistent', by='value')
+    >>> PunctuationText.parse("ordered_by(k)").generator(spark), PunctuationText.parse("none").generator(spark)
+    (OrderedBy(keys=('k',), mode='generous'), None)
+    >>> PunctuationText.parse("slak(5)")
     Traceback (most recent call last):
     wid.errors.WidError: --punctuation slak(5): unknown generator 'slak' (embedded, heartbeat, none, ordered_by, slack)
     """
-    from decimal import Decimal
 
-    known = ", ".join(sorted([*GENERATORS, "none"]))
-    try:
-        node = ast.parse(text.strip(), mode="eval").body
-    except SyntaxError:
-        raise WidError(f"--punctuation {text}: expected NAME(OPTIONS), e.g. slack(5) ({known})") from None
-    call = node if isinstance(node, ast.Call) else ast.Call(node, [], [])
-    name = call.func.id if isinstance(call.func, ast.Name) else ast.unparse(call.func)
-    if name == "none" and not (call.args or call.keywords):
-        return None
-    if name not in GENERATORS:
-        raise WidError(f"--punctuation {text}: unknown generator {name!r} ({known})")
+    text: str
+    make: Callable | None = None
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
 
-    def value(arg: ast.expr):
-        if isinstance(arg, ast.Name):
-            return arg.id
+    @staticmethod
+    def parse(text: str) -> PunctuationText:
+        """The generator ``text`` names, its options checked (a :class:`WidError` naming ``text``)."""
+        known = ", ".join(sorted([*GENERATORS, "none"]))
         try:
-            found = ast.literal_eval(arg)
-        except ValueError:
-            raise WidError(f"--punctuation {text}: {ast.unparse(arg)!r} is not a number, word or 'text'") from None
-        return Decimal(ast.unparse(arg)) if isinstance(found, float) else found  # 0.1 is one tenth
+            node = ast.parse(text.strip(), mode="eval").body
+        except SyntaxError:
+            raise WidError(f"--punctuation {text}: expected NAME(OPTIONS), e.g. slack(5) ({known})") from None
+        call = node if isinstance(node, ast.Call) else ast.Call(node, [], [])
+        name = call.func.id if isinstance(call.func, ast.Name) else ast.unparse(call.func)
+        if name == "none" and not (call.args or call.keywords):
+            return PunctuationText(text)
+        if name not in GENERATORS:
+            raise WidError(f"--punctuation {text}: unknown generator {name!r} ({known})")
+        if any(k.arg is None for k in call.keywords):
+            raise WidError(f"--punctuation {text}: name each option")
 
-    if any(k.arg is None for k in call.keywords):
-        raise WidError(f"--punctuation {text}: name each option")
-    return GENERATORS[name], [value(a) for a in call.args], {k.arg: value(k.value) for k in call.keywords}
+        def value(arg: ast.expr):
+            if isinstance(arg, ast.Name):
+                return arg.id
+            try:
+                return ast.literal_eval(arg)  # as the Python call would read it
+            except ValueError:
+                raise WidError(f"--punctuation {text}: {ast.unparse(arg)!r} is not a number, word or 'text'") from None
+
+        parsed = PunctuationText(text, GENERATORS[name], tuple(map(value, call.args)),
+                                 {k.arg: value(k.value) for k in call.keywords})
+        if parsed.make is punctuate.embedded:
+            if not parsed.args:
+                raise WidError(f"--punctuation {text}: embedded(SOURCE) needs the file of punctuations")
+            Source.find(str(parsed.args[0]))  # the file is there
+        else:
+            parsed.generator(None)
+        return parsed
+
+    def generator(self, spark: SparkSession | None):
+        """The generator (``embedded``: over its SOURCE, read by ``spark``)."""
+        if self.make is None:
+            return None
+        args = self.args
+        if self.make is punctuate.embedded:
+            args = (Source.find(str(args[0])).frame(spark), *args[1:])
+        try:
+            return self.make(*args, **self.kwargs)
+        except TypeError as error:
+            raise WidError(f"--punctuation {self.text}: {error}") from None
 
 
 def run_query(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
@@ -133,24 +163,17 @@ def run_replay(args: argparse.Namespace, session: Callable[[], SparkSession]) ->
     """``wid replay``: results (with ``emit_row`` and ``revision``) and late rows."""
     source, order, spec = _checked(args, replaying=True)
     lateness = non_negative("--allowed-lateness", args.allowed_lateness)
-    generator = punctuation(args.punctuation)
-    embedded = generator is not None and generator[0] is punctuate.embedded
-    bounds = Source.find(generator[1][0]) if embedded and generator[1] else None
-    if embedded and bounds is None:
-        raise WidError("--punctuation embedded(SOURCE) needs the file of punctuations")
-    if generator is not None and not embedded:
-        generator = _generator(args.punctuation, *generator)
-    if spec.refuses_punctuation and generator is not None:
-        raise WidError(f"--punctuation {args.punctuation}: {spec.refuses_punctuation.replace('punctuation=None', 'use none')}")
+    punctuation = PunctuationText.parse(args.punctuation)
+    if spec.refuses_punctuation and punctuation.make is not None:
+        raise WidError(f"--punctuation {args.punctuation}: this window's punctuations are implied by arrival order; "
+                       "use none")
     if args.out:
         _new_file(args.out)
     spark = session()
     _load(spark, source, order)
-    if embedded:
-        generator = _generator(args.punctuation, punctuate.embedded, [bounds.load(spark)], generator[2])
-    rep = replay(spark, args.query, generator, allowed_lateness=lateness)
+    rep = replay(spark, args.query, punctuation.generator(spark), allowed_lateness=lateness)
     results = in_shown_order(rep.results, args.query, spark.table(source.view).columns)
-    late = rep.late.orderBy(*column_list([c for c in rep.late.columns]))
+    late = rep.late.orderBy(*column_list(rep.late.columns))
     if args.out:
         folder = Path(args.out)
         folder.mkdir()
@@ -169,14 +192,6 @@ def run_replay(args: argparse.Namespace, session: Callable[[], SparkSession]) ->
         print(f"wid: {plural(late.count(), 'late (tuple, window) row')} not printed: --out DIR keeps them",
               file=sys.stderr)
     return 0
-
-
-def _generator(text: str, make: Callable, args: list, kwargs: dict):
-    """``make(*args, **kwargs)``; a bad option is a :class:`WidError` naming ``text``."""
-    try:
-        return make(*args, **kwargs)
-    except TypeError as error:
-        raise WidError(f"--punctuation {text}: {error}") from None
 
 
 def _checked(args: argparse.Namespace, replaying: bool) -> tuple[Source, list[str] | None, WindowSpec]:

@@ -107,17 +107,16 @@ class Source:
                            f"write FROM {quote(self.name) if not self.name.isidentifier() else self.name} "
                            f"or pass --as {view}")
 
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The source as a DataFrame."""
+        if not self.files:
+            return spark.table(self.text)
+        reader = spark.read.option("header", True).option("inferSchema", True) if self.format == "csv" else spark.read
+        return reader.format(self.format).load([str(f.resolve()) for f in self.files])
+
     def load(self, spark: SparkSession) -> DataFrame:
         """The source as a DataFrame, registered as the temp view :attr:`name`."""
-        if not self.files:
-            df = spark.table(self.text)
-        else:
-            paths = [str(f.resolve()) for f in self.files]
-            if self.format == "csv":
-                reader = spark.read.option("header", True).option("inferSchema", True)
-            else:
-                reader = spark.read
-            df = reader.format(self.format).load(paths)
+        df = self.frame(spark)
         df.createOrReplaceTempView(self.view)
         return df
 
