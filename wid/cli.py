@@ -77,7 +77,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         out = query(spark, plan.query, window)
     out = query_cli.in_shown_order(out, plan.query, source.columns)
     if args.out:
-        rows = query_cli.write_folder(out, Path(args.out), args.format)
+        rows = query_cli.write_folder(out, args.out if "://" in args.out else str(Path(args.out).resolve()), args.format)
         print(f"wrote {plural(rows, 'row')} to {args.out} ({args.format})")
         return 0
     print(table(out, args.limit))

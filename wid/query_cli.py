@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import csv
 import os
 import shutil
 import sys
@@ -19,7 +18,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.compiler import query
@@ -279,36 +277,31 @@ def _write(out: DataFrame, path: Path) -> str:
     fmt = _OUT_FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise WidError(f"--out {path}: expected a .parquet or .csv file")
-    folder = path.with_name(f".{path.name}.wid-{os.getpid()}")
+    folder = path.resolve().with_name(f".{path.name}.wid-{os.getpid()}")  # Spark's working directory may differ
     try:
-        rows = write_folder(out, folder, fmt)
+        rows = write_folder(out, str(folder), fmt)
         next(folder.glob("part-*")).rename(path)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return plural(rows, "row")
 
 
-def write_folder(out: DataFrame, folder: Path, fmt: str) -> int:
-    """``out`` written by Spark to the new directory ``folder`` as one part file, in its order
-    (timestamps with microseconds in CSV); the number of rows written.
+def write_folder(out: DataFrame, folder: str, fmt: str) -> int:
+    """``out`` written by Spark to the new directory ``folder`` (a path or a URL) as one part file,
+    in its order (timestamps with microseconds in CSV); the number of rows written, read back.
 
     >>> import tempfile
     >>> folder = Path(tempfile.mkdtemp(), "out")
-    >>> write_folder(spark.table("readings").orderBy("ts"), folder, "csv")
+    >>> write_folder(spark.table("readings").orderBy("ts"), str(folder), "csv")
     4
     >>> print(next(folder.glob("part-*")).read_text().splitlines()[1])
     0,1.0,1.5,a,5
     """
     writer = out.coalesce(1).write.mode("errorifexists")
     if fmt == "csv":
-        writer.option("header", True).option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSSSSS").csv(str(folder))
+        writer.option("header", True).option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSSSSS").csv(folder)
+        written = out.sparkSession.read.option("header", True).option("multiLine", True).csv(folder)
     else:
-        writer.parquet(str(folder))
-    parts = sorted(folder.glob("part-*"))
-    if fmt == "parquet":
-        return sum(pq.read_metadata(part).num_rows for part in parts)
-    rows = 0
-    for part in parts:
-        with part.open(newline="") as f:
-            rows += max(sum(1 for _ in csv.reader(f)) - 1, 0)
-    return rows
+        writer.parquet(folder)
+        written = out.sparkSession.read.parquet(folder)
+    return written.count()
