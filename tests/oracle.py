@@ -189,8 +189,9 @@ def evaluate(
 
 def sessions(rows: list[Row], gap: Fraction, attr: str, keys: Sequence[str] = ()) -> list[tuple[tuple, int, list[Row]]]:
     """``(key, wid, tuples)`` of every session: per key, the tuples sorted by the exact value of
-    ``attr`` and cut wherever ``x_next - x_prev >= gap`` (``gap`` exact); ``wid`` numbers a
-    key's sessions from 0 in that order."""
+    ``attr`` and cut wherever ``x_next - x_prev > gap`` (``gap`` exact: a tuple exactly ``gap``
+    after the previous one joins its session); ``wid`` numbers a key's sessions from 0 in that
+    order."""
     out = []
     groups: dict[tuple, list[Row]] = defaultdict(list)
     for t in rows:
@@ -199,7 +200,7 @@ def sessions(rows: list[Row], gap: Fraction, attr: str, keys: Sequence[str] = ()
         members = sorted(members, key=lambda t: seconds(t[attr]))
         runs = [[members[0]]]
         for prev, t in zip(members, members[1:]):
-            if seconds(t[attr]) - seconds(prev[attr]) >= gap:
+            if seconds(t[attr]) - seconds(prev[attr]) > gap:
                 runs.append([])
             runs[-1].append(t)
         out.extend((key, w, run) for w, run in enumerate(runs))

@@ -3,13 +3,14 @@ split into micro-batches, against an event-by-event simulation of docs/semantics
 rules (allowed lateness 0), written here from the text with exact Fractions:
 
 per key ``k`` with bound ``B(k)`` (the running max of the punctuations binding ``k``: its value,
-or NULL for every key), a tuple at ``x`` touches a session ``[start, last + g)`` when
-``start - g < x < last + g``; touching an emitted session it is late once per emitted session
-it touches; touching nothing with ``x + g <= B(k)`` it is late with ``wid`` NULL; else it
-merges with the open sessions it touches. A punctuation emits the open sessions of the keys it
-binds with ``last + g <= B(k)``, in start order, ids counting the key's emitted sessions; the
-end of the stream emits the rest (``emit_row`` NULL). State between batches goes through the
-state store's row format, as in the processor.
+or NULL for every key), a tuple at ``x`` touches a session (first ``start``, last ``last``) when
+``start - g <= x <= last + g`` (sessions that touch merge); touching an emitted session it is
+late once per emitted session it touches; touching nothing with ``x + g < B(k)`` it is late
+with ``wid`` NULL; else it merges with the open sessions it touches. A punctuation emits the
+open sessions of the keys it binds with ``last + g < B(k)`` (a tuple at ``B(k)`` may still
+come), in start order, ids counting the key's emitted sessions; the end of the stream emits the
+rest (``emit_row`` NULL). State between batches goes through the state store's row format, as
+in the processor. Spark's own streaming session test is transcribed too.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
 
     def close(k, row):
         state, b = key(k), bound(k)
-        done = sorted((s for s in state["open"] if row is None or (b is not None and s[1] + gap <= b)),
+        done = sorted((s for s in state["open"] if row is None or (b is not None and s[1] + gap < b)),
                       key=lambda s: s[0])
         state["open"] = [s for s in state["open"] if all(s is not d for d in done)]
         for session in done:
@@ -100,11 +101,11 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     for e in events:
         if e["kind"] == 0:
             state, x, b = key(e["k"]), Fraction(e["x"]), bound(e["k"])
-            touched = [w for s, last, w in state["emitted"] if s - gap < x < last + gap]
-            near = [s for s in state["open"] if s[0] - gap < x < s[1] + gap]
+            touched = [w for s, last, w in state["emitted"] if s - gap <= x <= last + gap]
+            near = [s for s in state["open"] if s[0] - gap <= x <= s[1] + gap]
             if touched:
                 late += [(e["row_num"], e["k"], w) for w in touched]
-            elif not near and b is not None and x + gap <= b:
+            elif not near and b is not None and x + gap < b:
                 late.append((e["row_num"], e["k"], None))
             else:
                 state["open"] = [s for s in state["open"] if all(s is not n for n in near)]
@@ -165,6 +166,17 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
     return got, late
 
 
+def assert_simulated(got: tuple[dict, list], expected: tuple[dict, list]) -> None:
+    """The live step's sessions and late rows (:func:`run_live`) are the simulation's, double sums
+    to rounding (added in another order)."""
+    (sessions, late), (simulated, simulated_late) = got, expected
+    assert sessions.keys() == simulated.keys()
+    for session, (n, total, first, last, emit_row) in simulated.items():
+        assert sessions[session][0] == n and sessions[session][2:] == (first, last, emit_row), session
+        assert sessions[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
+    assert sorted(late, key=repr) == sorted(simulated_late, key=repr)
+
+
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
 @given(stream, cuts, gaps, pace, st.booleans(), st.randoms(use_true_random=False),
        st.sampled_from([0, 2**62 + 1]))  # row_nums far from 0 too (a nanosecond clock: past 2**53)
@@ -178,13 +190,22 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
     events = sorted(({"kind": 0, "row_num": r, "k": d[1], "x": x, "v": d[3]} if d[0] == "t" else
                      {"kind": 2, "row_num": r, "k": d[1], "x": x} for d, r, x in zip(draws, rows, xs)),
                     key=lambda e: (e["row_num"], e["kind"]))
-    expected, expected_late = simulate(events, Fraction(gap))
-    got, late = run_live(events, cuts, gap, key=DoubleType() if doubles else StringType())
-    assert got.keys() == expected.keys()
-    for session, (n, total, first, last, emit_row) in expected.items():
-        assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
-        assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
-    assert sorted(late, key=repr) == sorted(expected_late, key=repr)
+    assert_simulated(run_live(events, cuts, gap, key=DoubleType() if doubles else StringType()),
+                     simulate(events, Fraction(gap)))
+
+
+@settings(max_examples=max(150, settings.default.max_examples))
+@given(st.lists(st.tuples(st.sampled_from("ttp"), st.sampled_from(KEYS), st.integers(-24, 24), value), min_size=1,
+                max_size=40), cuts, st.booleans(), st.sampled_from([2, 4, 5]))
+def test_touching_sessions_and_bounds_at_their_ends_as_the_simulation(draws, cuts, whole, gap):
+    """On a grid (longs, or doubles in quarters: exact), so that a tuple often lies exactly ``g``
+    after another (it joins its session, also when it bridges two) and a bound exactly at a
+    session's end (the session stays open: a tuple there may still come), in any order and over
+    any split into batches."""
+    unit, g = (1, gap) if whole else (0.25, gap / 4)
+    events = [{"kind": 0, "row_num": r, "k": k, "x": i * unit, "v": v} if kind == "t" else
+              {"kind": 2, "row_num": r, "k": k, "x": i * unit} for r, (kind, k, i, v) in enumerate(draws)]
+    assert_simulated(run_live(events, cuts, g, x=LongType() if whole else DoubleType()), simulate(events, Fraction(g)))
 
 
 slack = st.sampled_from([0, 1, 2, 5, 9])  # a punctuation's bound behind the latest x: never above a later tuple
@@ -196,21 +217,18 @@ slack = st.sampled_from([0, 1, 2, 5, 9])  # a punctuation's bound behind the lat
        st.randoms(use_true_random=False))
 def test_in_order_streams_emit_the_sessions_the_simulation_emits(draws, cuts, gap, step, whole, rnd):
     """Tuples in ``x`` order per key, on time (every bound at most the ``x`` of the tuples after
-    it): sessions form at gaps of at least ``g`` and each is emitted at the first punctuation
-    reaching its end, over any split into batches (so sessions open across batches), for
-    long ``x`` (microseconds, ints) and double ``x`` alike; keyed and wildcard punctuations."""
+    it): sessions form at gaps of more than ``g`` (a gap of exactly ``g`` joins: ``step = g``)
+    and each is emitted at the first punctuation passing its end, over any split into batches
+    (so sessions open across batches), for long ``x`` (microseconds, ints) and double ``x``
+    alike; keyed and wildcard punctuations."""
     rows = sorted(rnd.sample(range(0, 400), len(draws)))
     xs = [i * step - 37 + (0 if whole else 0.25) for i in range(len(draws))]  # ties none; gaps of step
     xs = [x + step * 2 * (i // 9) for i, x in enumerate(xs)]  # a wider gap now and then
     events = [{"kind": 0, "row_num": r, "k": d[1], "x": x, "v": d[3]} if d[0] == "t" else
               {"kind": 2, "row_num": r, "k": d[1], "x": x - d[2]} for d, r, x in zip(draws, rows, xs)]
-    expected, expected_late = simulate(events, Fraction(gap))
-    got, late = run_live(events, cuts, gap, x=LongType() if whole else DoubleType())
-    assert late == expected_late == []
-    assert got.keys() == expected.keys()
-    for session, (n, total, first, last, emit_row) in expected.items():
-        assert got[session][0] == n and got[session][2:] == (first, last, emit_row), session
-        assert got[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
+    got = run_live(events, cuts, gap, x=LongType() if whole else DoubleType())
+    assert got[1] == []
+    assert_simulated(got, simulate(events, Fraction(gap)))
 
 
 @settings(max_examples=max(300, settings.default.max_examples))
@@ -265,16 +283,18 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
     assert fast.next_id == slow.next_id
 
 
+def element(row, k, x, v=None):
+    """A tuple (with a value ``v``) or, without one, a punctuation binding ``k`` (None: every key) at ``x``."""
+    return {"kind": 0 if v is not None else 2, "row_num": row, "k": k, "x": x, "v": v}
+
+
 def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():
     """The emitted sessions are read back from the state only for a tuple below its key's bound
-    (here 2.5, reaching the end of ``[1.25, 2.5)`` exactly: emitted): 2.25 touches it from above
-    (2.25 + g > 2.5: not late by itself), 0.5 from below; key b has no bound; 9.0 touches nothing
-    and is above the bound: that batch reads nothing."""
-    def element(row, k, x, v=None):
-        return {"kind": 0 if v is not None else 2, "row_num": row, "k": k, "x": x, "v": v}
-
-    events = [element(0, "a", 1.25, 1.0), element(1, "a", 1.5, 2.0), element(2, "a", 2.5), element(3, "a", 2.25, 4.0),
-              element(4, "a", 0.5, 8.0), element(5, "b", 1.9, 16.0), element(6, "a", 9.0, 32.0)]
+    (here 2.75, past the end 2.5 of ``{1.25, 1.5}``: emitted): 2.25 touches it from above
+    (2.25 + g > 2.75: not late by itself), 0.25 = 1.25 - g from below, exactly; key b has no
+    bound; 9.0 touches nothing and is above the bound: that batch reads nothing."""
+    events = [element(0, "a", 1.25, 1.0), element(1, "a", 1.5, 2.0), element(2, "a", 2.75), element(3, "a", 2.25, 4.0),
+              element(4, "a", 0.25, 8.0), element(5, "b", 1.9, 16.0), element(6, "a", 9.0, 32.0)]
     reads = []
     got, late = run_live(events, [0.43, 0.58, 0.86], 1.0, reads)  # batches: rows 0-2, row 3, rows 4-5, row 6
     assert reads == [1, 2]
@@ -282,3 +302,49 @@ def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its
     assert got == {("a", 0): (2, 3.0, 1.25, 1.5, 2), ("a", 1): (1, 32.0, 9.0, 9.0, None),
                    ("b", 0): (1, 16.0, 1.9, 1.9, None)}
     assert (got, late) == simulate(events, Fraction(1))
+
+
+def test_a_bound_at_the_end_of_a_session_leaves_it_open_for_a_tuple_there():
+    """Gap 1: ``{1.25, 1.5}`` ends at 2.5. The bound 2.5 promises no tuple below 2.5, so one at
+    2.5 may still come and join (sessions that touch merge): the session stays open, 2.5 joins
+    it (on time, not late), and 3.5 = 2.5 + g joins too. The bound 4.75 passes the end 4.5 and
+    emits it; over every split into batches."""
+    events = [element(0, "a", 1.25, 1.0), element(1, "a", 1.5, 2.0), element(2, "a", 2.5), element(3, "a", 2.5, 4.0),
+              element(4, None, 3.0), element(5, "a", 3.5, 8.0), element(6, None, 4.75), element(7, "a", 4.75, 16.0)]
+    expected = ({("a", 0): (4, 15.0, 1.25, 3.5, 6), ("a", 1): (1, 16.0, 4.75, 4.75, None)}, [])
+    assert simulate(events, Fraction(1)) == expected
+    for cuts in ([0.5], [0.3, 0.45, 0.7], [0.99]):
+        assert run_live(events, cuts, 1.0) == expected
+
+
+def test_sparks_streaming_session_window_in_append_mode():
+    """Spark's ``StreamingSessionWindowSuite``, "append mode - session window" (gap 10 s, watermark
+    30 s behind the largest event time, each line's words a key): the micro-batches as Spark
+    gets them, each followed by its watermark (a punctuation on every key). The line at 0 comes
+    when the watermark is 11: its sessions would end at 10, so Spark drops its 2 rows (late,
+    ``wid`` NULL here); the line at 30 bridges ``spark``'s sessions at 25 and 40 (40 = 30 + 10:
+    touching) and ``streaming``'s at 25 and 40-41; the watermark 60 emits the five sessions
+    Spark's last ``CheckNewAnswer`` expects; the end of the stream emits the rest (the suite's
+    "current sessions" comment)."""
+    batches = [[("hello world spark streaming", 40), ("world hello structured streaming", 41)],
+               [("spark streaming", 25)], [("spark streaming", 0)], [("spark streaming", 30)],
+               [("hello apache spark", 60)], [("structured streaming", 90)]]
+    events, edges, seen = [], [], []
+    for b, batch in enumerate(batches):
+        row = 100 * b
+        for line, t in batch:
+            seen.append(t)
+            for word in line.split():
+                events.append(element(row, word, float(t), 1.0))
+                row += 1
+        events.append(element(100 * b + 99, None, float(max(seen) - 30)))
+        edges.append(len(events))
+    cuts = [(e + 0.5) / len(events) for e in edges[:-1]]  # each batch with its watermark
+    got, late = run_live(events, cuts, 10)
+    emitted = {(k, first, last + 10, n, row) for (k, _), (n, _, first, last, row) in got.items()}
+    assert emitted == {("spark", 25, 50, 3, 599), ("streaming", 25, 51, 4, 599), ("hello", 40, 51, 2, 599),
+                       ("world", 40, 51, 2, 599), ("structured", 41, 51, 1, 599),
+                       ("hello", 60, 70, 1, None), ("apache", 60, 70, 1, None), ("spark", 60, 70, 1, None),
+                       ("structured", 90, 100, 1, None), ("streaming", 90, 100, 1, None)}
+    assert sorted(late) == [(200, "spark", None), (201, "streaming", None)]
+    assert (got, late) == simulate(events, Fraction(10))

@@ -1,13 +1,18 @@
 """Replay of session windows against a plain-Python streaming simulator that re-sessionizes
-the accepted tuples with the brute-force oracle at every event."""
+the accepted tuples with the brute-force oracle at every event (sessions that touch merge: a
+tuple at ``last + g`` joins, and a punctuation completes a session once its bound passes
+``last + g``), and against Spark's own streaming session tests."""
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections import defaultdict
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from oracle import seconds, sessions
 
 import wid
@@ -30,7 +35,7 @@ def simulate(rows, puncts, gap: Fraction):
 
     def close(k, emit_row):
         runs = [run for _, _, run in sessions(open_rows(k), gap, "x")]
-        done = [run for run in runs if emit_row is None or seconds(run[-1]["x"]) + gap <= bound[k]]
+        done = [run for run in runs if emit_row is None or seconds(run[-1]["x"]) + gap < bound[k]]
         for run in sorted(done, key=lambda r: seconds(r[0]["x"])):
             w = len(frozen[k])
             frozen[k].append((seconds(run[0]["x"]), seconds(run[-1]["x"]) + gap, w, run))
@@ -43,12 +48,12 @@ def simulate(rows, puncts, gap: Fraction):
                 close(k, row_num)
             continue
         k, x = e["k"], seconds(e["x"])
-        hit = [w for start, end, w, _ in frozen[k] if start - gap < x < end]
+        hit = [w for start, end, w, _ in frozen[k] if start - gap <= x <= end]
         if hit:
             late.update((row_num, w) for w in hit)
             continue
         run = next(run for _, _, run in sessions(open_rows(k) + [e], gap, "x") if e in run)
-        if len(run) == 1 and k in bound and x + gap <= bound[k]:
+        if len(run) == 1 and k in bound and x + gap < bound[k]:
             late.add((row_num, None))
             continue
         accepted[k].append(e)
@@ -68,8 +73,8 @@ def run(spark, rows, puncts, gap):
 
 
 def test_a_tuple_bridging_two_emitted_sessions_is_late_for_both(spark):
-    """g = 3: sessions {1} = [1, 4) and {6} = [6, 9) emitted at the punctuation 20; then 3.5
-    touches both (6 - 3 < 3.5 < 4): late with ids 0 and 1. 30 opens session 2."""
+    """g = 3: sessions {1} (ends 4) and {6} (ends 9) emitted at the punctuation 20; then 3.5
+    touches both (6 - 3 <= 3.5 <= 4): late with ids 0 and 1. 30 opens session 2."""
     rows = [{"row_num": i, "k": "a", "x": x, "v": 1} for i, x in [(0, 1.0), (1, 6.0), (3, 3.5), (4, 30.0)]]
     puncts = [{"row_num": 2, "k": None, "x": 20.0}]
     results, late = run(spark, rows, puncts, 3)
@@ -122,8 +127,9 @@ def simulate_lateness(rows, puncts, gap: Fraction, lateness: Fraction):
     """Allowed lateness by re-sessionizing the accepted tuples with the oracle at every event:
     results ``(k, wid, revision, n, sum v, emit_row)`` (a retired id's last row: n 0, sum None),
     late ``(row_num, wid)``. An emission is remembered by its tuples; a session (oracle run) is
-    closed while it equals its last emission, purged when also ``last + g + L <= B``; the runs a
-    new tuple joins keep the least id, the others retire; a closed-by-then run is emitted at once."""
+    closed while it equals its last emission, purged when also ``last + g + L < B``; the runs a
+    new tuple joins keep the least id, the others retire; a run complete by then (``last + g < B``)
+    is emitted at once."""
     events = sorted([(t["row_num"], 0, t) for t in rows] + [(p["row_num"], 1, p) for p in puncts],
                     key=lambda e: e[:2])
     keys = sorted({t["k"] for t in rows})
@@ -156,24 +162,24 @@ def simulate_lateness(rows, puncts, gap: Fraction, lateness: Fraction):
             for k in keys if e["k"] is None else [e["k"]]:
                 bound[k] = max(bound.get(k, e["x"]), e["x"])
                 for run in sorted(runs(k), key=lambda r: seconds(r[0]["x"])):
-                    if not closed(k, run) and end(run) <= bound[k]:
+                    if not closed(k, run) and end(run) < bound[k]:
                         emit(k, run, row_num)
             continue
         k = e["k"]
         joined = next(run for run in runs(k, [e]) if e in run)
         before = [run for run in runs(k) if all(u in joined for u in run)]
         b = bound.get(k)
-        if any(closed(k, run) and b is not None and end(run) + lateness <= b for run in before):
+        if any(closed(k, run) and b is not None and end(run) + lateness < b for run in before):
             late.update((row_num, w) for run in before for w in ids_in(k, run))
             continue
-        if not before and b is not None and seconds(e["x"]) + gap + lateness <= b:
+        if not before and b is not None and seconds(e["x"]) + gap + lateness < b:
             late.add((row_num, None))
             continue
         accepted[k].append(e)
         for w in ids_in(k, joined)[1:]:
             emitted[k][w][1:] = [emitted[k][w][1] + 1, True]
             results.add((k, w, emitted[k][w][1], 0, None, row_num))
-        if b is not None and end(joined) <= b:
+        if b is not None and end(joined) < b:
             emit(k, joined, row_num)
     for k in keys:
         for run in sorted(runs(k), key=lambda r: seconds(r[0]["x"])):
@@ -192,12 +198,12 @@ def lateness_run(spark, rows, puncts, gap, lateness):
 
 
 def test_allowed_lateness_extends_and_merges_emitted_sessions(spark):
-    """g = 3, L = 7: sessions [1, 4) and [6, 9) emitted at the punctuation 10 (row 2). 3.5
-    (row 3) bridges them: 4 + 7 > 10, so session 0 becomes [1, 9), closed already: revision 1
-    with 3 tuples, and id 1 retires (revision 1, empty). 8.5 (row 5, bound 11) extends session 0
-    to [1, 11.5), open again: revision 2 at the bound 20 (row 6). 0 (row 7) touches session 0,
-    purged (11.5 + 7 <= 20): late. 15 (row 9) touches nothing and 15 + 3 <= 20 < 15 + 3 + 7:
-    a new session (id 2), emitted on arrival."""
+    """g = 3, L = 7: sessions {1} (ends 4) and {6} (ends 9) emitted at the punctuation 10 (row 2).
+    3.5 (row 3) bridges them: 4 + 7 is not below 10, so session 0 becomes {1, 3.5, 6} (ends 9),
+    complete already: revision 1 with 3 tuples, and id 1 retires (revision 1, empty). 8.5 (row 5,
+    bound 11) extends session 0 to end at 11.5, open again: revision 2 at the bound 20 (row 6).
+    0 (row 7) touches session 0, purged (11.5 + 7 < 20): late. 15 (row 9) touches nothing and
+    15 + 3 < 20 <= 15 + 3 + 7: a new session (id 2), emitted on arrival."""
     rows = [{"row_num": i, "k": "a", "x": x, "v": 1}
             for i, x in [(0, 1.0), (1, 6.0), (3, 3.5), (5, 8.5), (7, 0.0), (9, 15.0)]]
     puncts = [{"row_num": 2, "k": None, "x": 10.0}, {"row_num": 4, "k": None, "x": 11.0},
@@ -233,3 +239,84 @@ def test_allowed_lateness_matches_the_simulator_and_conserves(spark, lateness):
     for k in "ab":  # conservation: last revisions' count + late tuples = the key's tuples
         lost = {r for r, _ in late} & {t["row_num"] for t in rows if t["k"] == k}
         assert sum(n for (key, _), n in last.items() if key == k) + len(lost) == sum(t["k"] == k for t in rows)
+
+
+#: Tuples and punctuations on a grid of quarters (exact doubles), the gap three of them: a tuple
+#: often lies exactly ``g`` after another, and a bound exactly at a session's end (+ ``L``).
+element = st.tuples(st.sampled_from("ttp"), st.sampled_from(["a", "b", None]), st.integers(-12, 12),
+                    st.integers(1, 9))
+
+
+@given(st.lists(element, min_size=1, max_size=30), st.sampled_from([0, 0.5]))
+def test_touching_sessions_match_the_simulator(spark, draws, lateness):
+    """Any order, punctuations on one key or all: replay (with allowed lateness 0 or 0.5) is
+    the simulator's, where a tuple exactly ``g`` after a session's last tuple joins it and a
+    bound exactly at its end leaves it open."""
+    rows = [{"row_num": i, "k": k or "a", "x": n / 4, "v": v} for i, (kind, k, n, v) in enumerate(draws) if kind == "t"]
+    puncts = [{"row_num": i, "k": k, "x": n / 4} for i, (kind, k, n, _) in enumerate(draws) if kind == "p"]
+    if not rows:
+        return
+    got = lateness_run(spark, rows, puncts, 0.75, lateness)
+    assert got == simulate_lateness(rows, puncts, Fraction(3, 4), Fraction(lateness))
+
+
+def _spark_stream(spark, batches: list[list[tuple[str, int]]], select: str):
+    """Spark's ``StreamingSessionWindowSuite``
+    (sql/core/src/test/scala/org/apache/spark/sql/streaming/StreamingSessionWindowSuite.scala)
+    replayed: each micro-batch's lines (each word a ``sessionId``, the number its ``eventTime`` in
+    seconds), rows ``100 b, 100 b + 1, ...`` for batch ``b``, each batch followed (row
+    ``100 b + 99``) by its watermark: a punctuation on every key 30 s behind the largest
+    ``eventTime`` so far, as ``withWatermark("eventTime", "30 seconds")``. Replays
+    ``SELECT sessionId, <select> ... [SESSION 10 SECONDS WATTR eventTime] GROUP BY sessionId``."""
+    epoch = dt.datetime(1970, 1, 1)
+    tuples, puncts, seen = [], [], []
+    for b, batch in enumerate(batches):
+        words = [(word, t) for line, t in batch for word in line.split()]
+        tuples += [(100 * b + i, word, epoch + dt.timedelta(seconds=t)) for i, (word, t) in enumerate(words)]
+        seen += [t for _, t in batch]
+        puncts.append((100 * b + 99, epoch + dt.timedelta(seconds=max(seen) - 30)))
+    schema = "row_num long, sessionId string, eventTime timestamp"
+    spark.createDataFrame(tuples, schema).createOrReplaceTempView("words")
+    frame = spark.createDataFrame(puncts, "row_num long, eventTime timestamp")
+    return wid.replay(spark, f"SELECT sessionId, {select} FROM words [SESSION 10 SECONDS WATTR eventTime] "
+                             "GROUP BY sessionId", punctuation=punctuate.embedded(frame))
+
+
+def test_sparks_streaming_session_window_in_append_mode(spark):
+    """"append mode - session window": the line at 0 arrives when the watermark is 11, its
+    sessions would end at 10: Spark drops its 2 rows (late here, ``wid`` NULL). The line at 30
+    merges ``spark``'s sessions at 25 and 40 (40 = 30 + 10: they touch) and ``streaming``'s. The
+    watermark 60 emits the 5 sessions of Spark's last ``CheckNewAnswer``; the end of the stream
+    emits the rest (the suite's "current sessions" comment there)."""
+    rep = _spark_stream(spark, [[("hello world spark streaming", 40), ("world hello structured streaming", 41)],
+                                [("spark streaming", 25)], [("spark streaming", 0)], [("spark streaming", 30)],
+                                [("hello apache spark", 60)], [("structured streaming", 90)]],
+                        "count(*) AS numEvents")
+    got = {(r.sessionId, int(seconds(r.session_start)), int(seconds(r.session_end)), r.numEvents, r.emit_row)
+           for r in rep.results.collect()}
+    assert got == {("spark", 25, 50, 3, 599), ("streaming", 25, 51, 4, 599), ("hello", 40, 51, 2, 599),
+                   ("world", 40, 51, 2, 599), ("structured", 41, 51, 1, 599),
+                   ("hello", 60, 70, 1, None), ("apache", 60, 70, 1, None), ("spark", 60, 70, 1, None),
+                   ("structured", 90, 100, 1, None), ("streaming", 90, 100, 1, None)}
+    assert sorted((r.row_num, r.sessionId, r.wid) for r in rep.late.collect()) == [(200, "spark", None),
+                                                                                   (201, "streaming", None)]
+
+
+@pytest.mark.parametrize("select, expected", [
+    pytest.param("min(eventTime) AS minTime, max(eventTime) AS maxTime", (40, 42),
+                 id="session window with first/last function"),
+    pytest.param("avg(unix_seconds(eventTime)) AS meanTime, stddev(unix_seconds(eventTime)) AS stdDevTime, "
+                 "variance(unix_seconds(eventTime)) AS varTime, sum(unix_seconds(eventTime)) AS mySumSingle",
+                 (41, 1, 1, 123), id="session window - with more aggregation functions and UDAFs"),
+])
+def test_sparks_streaming_session_aggregates(spark, select, expected):
+    """Events of key ``a`` at 41, 42 and 40 (a micro-batch each), then ``b`` at 100 ("move the
+    watermark past the end of the session") and 101: ``a``'s session ``[40, 52]`` is emitted once
+    the watermark passes 52, before the end of the stream, with the aggregates Spark's test
+    expects (times in seconds; its median is not among wid's aggregates)."""
+    rep = _spark_stream(spark, [[("a", 41)], [("a", 42)], [("a", 40)], [("b", 100)], [("b", 101)]], select)
+    [row] = [r for r in rep.results.collect() if r.sessionId == "a"]
+    assert (int(seconds(row.session_start)), int(seconds(row.session_end)), row.emit_row) == (40, 52, 399)
+    values = tuple(int(seconds(v)) if isinstance(v, dt.datetime) else v for v in row[4:-2])  # after sessionId
+    assert values == expected
+    assert [r.emit_row for r in rep.results.collect() if r.sessionId == "b"] == [None]

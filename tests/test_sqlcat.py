@@ -96,7 +96,7 @@ def test_to_sql_equals_query_on_random_queries_and_streams(spark):
 
 def test_sessions_in_sql_equal_sparks_session_window(spark):
     """Sessions of timestamps, compiled to SQL and by ``wid.query``, are Spark's own
-    ``session_window`` (a tuple at exactly ``last + g`` opens a new session in both)."""
+    ``session_window`` (a tuple at exactly ``last + g`` joins the session in both)."""
     rng = random.Random(21)
     for gap in (20, 1.5):
         random_stream(spark, rng, "sqlcat_sessions")

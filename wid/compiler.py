@@ -2,8 +2,10 @@
 
 The text is split by :mod:`wid.text`, the window clause in brackets parsed by
 :mod:`wid.spec.clause`; every expression outside it is handed to Spark SQL as written.
-``WHERE`` filters tuples inside their extents (a ``ROWS`` window counts positions before
-it); ``HAVING`` and ``ORDER BY`` refer to the output columns.
+``WHERE`` filters tuples inside their extents: before Bucket where the window kind allows
+(:attr:`WindowSpec.where_first`: a tuple it drops is never checked), after it where Bucket
+reads every tuple (a ``ROWS`` window counts positions before it); ``HAVING`` and ``ORDER BY``
+refer to the output columns.
 """
 
 from __future__ import annotations
@@ -179,9 +181,11 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     if reader is not None and "row_num" not in columns:
         raise WidError(f"{reader} reads arrival order but view {parsed.source!r} has no row_num column: add one "
                        "with wid.arrival(df, by=...) (or --arrival on the command line)")
-    tagged = spec.bucket(source)
-    if parsed.where:
-        tagged = spec.where(tagged, F.expr(parsed.where))
+    where = F.expr(parsed.where) if parsed.where else None
+    first = where is not None and spec.where_first  # a tuple WHERE drops never reaches Bucket (nor its checks)
+    tagged = spec.bucket(source.where(where) if first else source)
+    if where is not None and not first:
+        tagged = spec.where(tagged, where)
 
     derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column

@@ -3,7 +3,8 @@
 The text is generated from the parsed query and the window kind's own stages as SQL (the
 formulas rendered by :mod:`wid.spec.sqlexpr`, the same definitions that build the Columns of
 :func:`wid.query`): :meth:`WindowSpec.bucket_sql` (``wid_lo``, ``wid_hi``, and a session's
-``session_start``/``session_end``), :meth:`WindowSpec.where_sql` and the query's derived
+``session_start``/``session_end``) over the rows ``WHERE`` keeps (or, for the kinds whose
+Bucket reads every tuple, :meth:`WindowSpec.where_sql` after it), the query's derived
 columns, then :meth:`WindowSpec.aggregate_sql`: the panes, blocks and ids of the range
 aggregate for sliding, tumbling, hopping, ROWS, PATTR, landmark and session windows, SPL
 windows of count, time and punct policies and Flink discretizations on the ``columns`` path;
@@ -92,12 +93,14 @@ def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = Non
     spec, q = compiled.spec, compiled.query
     source = qualified(q.source)
     df = spark.table(source)
-    tagged = spec.bucket_sql(source, df)
-    if q.where:
+    first = bool(q.where) and spec.where_first  # as wid.query: WHERE before Bucket where the kind allows
+    tagged = spec.bucket_sql(f"(SELECT * FROM {source} WHERE {_expr(q.where)})" if first else source, df)
+    if q.where and not first:
         tagged = spec.where_sql(tagged, _expr(q.where))
     derived = "".join(f", {_expr(e)} AS {quote(name)}" for name, e in compiled.derived.items())
     tagged = f"(SELECT *{derived} FROM ({tagged}))"
-    aggregated = spec.aggregate_sql(tagged, compiled.tagged, compiled.keys, compiled.aggregates, bool(q.where))
+    aggregated = spec.aggregate_sql(tagged, compiled.tagged, compiled.keys, compiled.aggregates,
+                                    bool(q.where) and not first)
     text = finish_sql(compiled, aggregated)
     try:
         spark.sql(text).schema  # noqa: B018 - the generated text resolves (classic and Connect)

@@ -1,15 +1,16 @@
 """Bucket for session windows: one id per key and session, from window functions only.
 
 Per key, in ``a`` order (no arrival order: equal values share a session), a tuple opens a
-new session when it is the key's first or ``a >= previous a + g``; the running sum of those
-flags - 1 is its session id, so ``wid_lo = wid_hi = id``. The comparison is exact on the
-stored values:
+new session when it is the key's first or ``a > previous a + g`` (a tuple at exactly
+``previous a + g`` joins: sessions that touch merge, as Spark's ``session_window`` and Flink's
+merging windows); the running sum of those flags - 1 is its session id, so ``wid_lo = wid_hi =
+id``. The comparison is exact on the stored values:
 
 - timestamps and dates: epoch microseconds (longs), ``g`` a whole number of microseconds;
-- integral columns: ``a - prev >= ceil(g)`` on longs; decimals: decimal arithmetic with ``g``
+- integral columns: ``a - prev > floor(g)`` on longs; decimals: decimal arithmetic with ``g``
   as written;
 - doubles: ``g`` as the nearest double ``g_d``; ``a - prev = s + e`` exactly (TwoSum), and
-  ``s + e >= g_d`` iff ``s > g_d`` or (``s = g_d`` and ``e >= 0``).
+  ``s + e > g_d`` iff ``s > g_d`` or (``s = g_d`` and ``e > 0``).
 
 Each tuple also carries its session's ``session_start`` (first ``a``) and ``session_end``
 (last ``a + g``), in the attribute's type (``session_end`` a timestamp for dates). The steps are one
@@ -43,7 +44,7 @@ Compare = Callable[[Expr, Expr], Expr]
 
 
 def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr], Expr]]:
-    """``(a >= prev + g, last -> last + g)`` for the attribute's type, exactly (module docstring),
+    """``(a > prev + g, last -> last + g)`` for the attribute's type, exactly (module docstring),
     as Columns or SQL text (the kind of the arguments)."""
     gap = exact(spec.gap)
     if isinstance(dtype, (TimestampType, TimestampNTZType, DateType)):
@@ -57,15 +58,15 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
         def x(c: Expr) -> Expr:
             return epoch_micros(c, dtype)
 
-        return ((lambda a, prev: x(a) - x(prev) >= constant(int(micros), a)),
+        return ((lambda a, prev: x(a) - x(prev) > constant(int(micros), a)),
                 lambda last: rattr_value(x(last) + constant(int(micros), last), kind))
     if isinstance(dtype, IntegralType):
-        steps = math.ceil(gap)
-        return ((lambda a, prev: a.cast("long") - prev.cast("long") >= constant(steps, a)),
+        steps = math.floor(gap)
+        return ((lambda a, prev: a.cast("long") - prev.cast("long") > constant(steps, a)),
                 lambda last: last + constant(spec.gap, last))
     if isinstance(dtype, DecimalType):
         d = Decimal(repr(spec.gap)) if isinstance(spec.gap, float) else Decimal(spec.gap)
-        return (lambda a, prev: a - prev >= constant(d, a)), lambda last: last + constant(d, last)
+        return (lambda a, prev: a - prev > constant(d, a)), lambda last: last + constant(d, last)
     g = float(gap)
 
     def opens(a: Expr, prev: Expr) -> Expr:
@@ -73,7 +74,7 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
         s = a - prev
         bb = s - a
         e = (a - (s - bb)) + (-prev - bb)  # TwoSum: a - prev = s + e exactly
-        return (s > constant(g, s)) | ((s >= constant(g, s)) & (e >= constant(0, e)))
+        return (s > constant(g, s)) | ((s >= constant(g, s)) & (e > constant(0, e)))
 
     return opens, lambda last: last.cast("double") + constant(g, last)
 
@@ -124,14 +125,14 @@ def session_bucket_sql(source: str, df: DataFrame, spec: Session) -> str:
     """:func:`session_bucket` as a Spark SQL query over ``source`` (SQL text of a relation with
     ``df``'s columns): the same steps, rendered as SQL (``_wid_new`` stays).
 
-    >>> sql = session_bucket_sql("readings", spark.table("readings"), Session(3, "ts", keys=("k",)))  # 4.0 >= 1.0 + 3
+    >>> sql = session_bucket_sql("readings", spark.table("readings"), Session(3, "ts", keys=("k",)))  # 4.0 = 1.0 + 3
     >>> spark.sql(sql).select("k", "ts", WID_LO, SESSION_START, SESSION_END).orderBy("k", "ts").show()
     +---+---+------+-------------+-----------+
     |  k| ts|wid_lo|session_start|session_end|
     +---+---+------+-------------+-----------+
-    |  a|1.0|     0|          1.0|        4.0|
-    |  a|4.0|     1|          4.0|        7.0|
-    |  a|9.0|     2|          9.0|       12.0|
+    |  a|1.0|     0|          1.0|        7.0|
+    |  a|4.0|     0|          1.0|        7.0|
+    |  a|9.0|     1|          9.0|       12.0|
     |  b|2.5|     0|          2.5|        5.5|
     +---+---+------+-------------+-----------+
     <BLANKLINE>

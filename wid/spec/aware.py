@@ -163,8 +163,10 @@ class SlideByRank(SlideByRows):
 class Session(WindowSpec):
     """``[SESSION g WATTR a [PATTR p]]``: per key (the query's GROUP BY keys and ``p``), a session
     is a maximal run of the key's tuples in ``a`` order where each next tuple has
-    ``a < previous a + g``; extent(w) = that run, ``[first a, last a + g)``; wids(t) = {the
-    0-based index of t's session among its key's sessions in ``a`` order}.
+    ``a <= previous a + g`` (sessions that touch merge, as Spark's ``session_window`` and Flink's
+    merging windows); extent(w) = that run, from ``first a`` to the end ``last a + g``; wids(t) =
+    {the 0-based index of t's session among its key's sessions in ``a`` order}. Sessions form
+    from the tuples WHERE keeps (:attr:`where_first`).
 
     >>> Session(1.5, "ts", "k").grouped(("`k`", "dev")).keys, Session(0.25, "ts").scaled(10).gap
     (('k', 'dev'), 2.5)
@@ -183,6 +185,9 @@ class Session(WindowSpec):
     #: Live mode forms sessions per key in its stateful step (:mod:`wid.stream.live_sessions`).
     live: ClassVar[bool] = True
     unfinished: ClassVar[bool] = True
+    #: A tuple WHERE drops takes no part (as ``df.where(...).groupBy(session_window(...))``):
+    #: sessions form from the tuples it keeps, in the query, its SQL text, replay and live mode.
+    where_first: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         positive("SESSION gap", self.gap)
@@ -216,7 +221,8 @@ class Session(WindowSpec):
         return replace(spelled, keys=tuple(dict.fromkeys(spelled.keys)))
 
     def closed(self, bound: Column) -> Column:
-        """The bound itself (in ``x`` units): it closes the sessions with ``last + g <= bound``."""
+        """The bound itself (in ``x`` units): it closes the sessions with ``last + g < bound``
+        (a tuple at ``last + g`` would still join one)."""
         return bound
 
     def scaled(self, factor: int) -> Session:

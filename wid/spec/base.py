@@ -78,6 +78,11 @@ class WindowSpec(ABC):
     #: The windows depend on the arrival order (``row_num``), so a stream without one is refused
     #: (:func:`wid.arrival` adds it); False: they depend on the tuples' values alone.
     reads_arrival: ClassVar[bool] = False
+    #: WHERE runs before Bucket: a kept tuple's window-ids do not depend on the tuples WHERE
+    #: drops, so Bucket never reads (nor checks) those. False: Bucket reads every tuple (arrival
+    #: positions, window-ids that are tuples' values, the stream's largest window, an operator's
+    #: buffers) and WHERE runs after it (:meth:`where`).
+    where_first: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         for field, keyword in self.number_fields:
@@ -147,7 +152,7 @@ class WindowSpec(ABC):
     def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
         """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
         ``df``'s columns (the bucketed tuples of :meth:`bucket`, with the query's derived columns);
-        ``where``: the query has a WHERE (:meth:`where_sql`)."""
+        ``where``: the query's WHERE ran after Bucket (:meth:`where_sql`)."""
         from wid.aggregate.range import range_aggregate_sql
 
         return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields},
@@ -176,8 +181,9 @@ class WindowSpec(ABC):
         return bucket_punctuations(punctuations, self)
 
     def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        """The query's WHERE on bucketed tuples: only tuples where ``condition`` holds contribute
-        (after Bucket, so a ``ROWS`` window counts the positions of every tuple)."""
+        """The query's WHERE on bucketed tuples, for a kind not :attr:`where_first`: only tuples
+        where ``condition`` holds contribute (after Bucket, so a ``ROWS`` window counts the
+        positions of every tuple)."""
         return tagged.where(condition)
 
     def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:

@@ -85,6 +85,19 @@ class ContextFree(WindowSpec):
         return self.positional and self.wattr.lower() == "row_num"
 
     @property
+    def where_first(self) -> bool:  # type: ignore[override]
+        """On a value attribute a tuple's ids are a formula of its own ``x``, so WHERE runs
+        before Bucket; a ROWS window counts the positions of every tuple, and a landmark's last
+        window is the one holding the stream's largest ``x``: there WHERE runs after Bucket.
+
+        >>> from wid.spec.clause import parse_window
+        >>> rows, landmark = "RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num", "RANGE UNBOUNDED SLIDE 2 WATTR ts"
+        >>> [parse_window(c).where_first for c in ("RANGE 4 SLIDE 2 WATTR ts", rows, landmark)]
+        [True, False, False]
+        """
+        return not self.positional and not self.open_end
+
+    @property
     def period(self) -> Number | None:
         return None if self.positional else self.slide
 

@@ -99,7 +99,7 @@ def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: Sess
     """Per key of ``present``: its bound ``B``, next id and sessions from the state: the open
     ones (member ``i``: the partials of ``state.opened``'s row ``i``) and, read only for keys
     with a tuple below ``B`` (the only ones that can touch a session emitted before), the
-    emitted ones such a tuple may touch (``last + g > x``). The batch's tuples: of key
+    emitted ones such a tuple may touch (``last + g >= x``). The batch's tuples: of key
     ``owner[i]`` at ``xs[i]`` (exact)."""
     keys, (first, last) = list(layout.keys), layout.partials[-2:]
     gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
@@ -114,7 +114,7 @@ def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: Sess
         emitted = state.emitted()
         for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
                               emitted[first].tolist(), emitted[last].tolist()):
-            if k in lowest and exact_value(e) + gap > lowest[k]:
+            if k in lowest and exact_value(e) + gap >= lowest[k]:
                 sessions[k].append(KeySession(exact_value(s), exact_value(e), wid=int(w), revision=0, closed=True))
     for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
                                       state.opened[last].tolist())):

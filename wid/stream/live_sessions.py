@@ -34,7 +34,7 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
     """One key's batch: its tuples (``row_num`` s ``rows`` at ``xs``, tuple ``j`` of the batch
     for ``j`` in ``js``, member ``opened + j``: its partials follow the ``opened`` open
     sessions') in arrival order, and between them the punctuations binding it, each open
-    session emitted at the first that reaches its end (in ``row_num`` order, as
+    session emitted at the first that passes its end (in ``row_num`` order, as
     :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
     (:func:`wid.stream.session_runs.advance_in_order`): it returns their emissions, the others are in
     ``scan.members``."""
@@ -42,12 +42,12 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
     def bound(row: int | None, strictly: bool = True) -> Number | None:  # row None: all the batch's
         return max((b for p in peaks if (b := p.before(row, strictly)) is not None), default=None)
 
-    def emit(reached: Number | None) -> None:  # the sessions whose end the bound ``reached`` reaches
+    def emit(reached: Number | None) -> None:  # the sessions whose end the bound ``reached`` passes
         while reached is not None:
-            ends = [s.last + scan.gap for s in scan.open if s.last + scan.gap <= reached]
+            ends = [s.last + scan.gap for s in scan.open if s.last + scan.gap < reached]
             if not ends:
                 return
-            first = min(row for end in ends for p in peaks if (row := p.reaching(end)) is not None)
+            first = min(row for end in ends for p in peaks if (row := p.passing(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
     fast = advance_in_order(scan, rows, xs, js, peaks, opened)

@@ -5,17 +5,19 @@ Per key, in arrival order (a punctuation at row r right after tuple r), the stat
 bounds (in ``wid_x`` units), ``L`` the allowed lateness (same units, default 0) and exact
 arithmetic:
 
-- a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
-- a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
-  with ``last + g + L <= B`` (as FCF windows: ``end + L <= B``);
+- a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when
+  ``s - g <= x <= last + g`` (sessions that touch merge, as in :func:`wid.query`);
+- a session is *complete* once the bound passes its end, ``last + g < B`` (a tuple still to
+  come has ``x >= B``: past its reach); *closed* once emitted (until a late tuple changes it)
+  and *purged* when closed with ``last + g + L < B`` (the bound passes ``end + L``);
 - touching a purged session: late, with the ids of every session it touches that has one;
-  touching nothing with ``x + g + L <= B`` (its own session would be purged already): late with
+  touching nothing with ``x + g + L < B`` (its own session would be purged already): late with
   no id (``wid`` NULL);
 - else it merges with every session it touches into one. The merged session keeps the least
   id among them (a retired id's last revision is empty: ``count(*)`` 0, NULL extent, emitted on
-  this tuple's arrival); when ``last + g <= B`` it is emitted at once (``emit_row`` = the
+  this tuple's arrival); when ``last + g < B`` it is emitted at once (``emit_row`` = the
   tuple), as the id's next ``revision`` (or revision 0 under a new id), else it stays open;
-- a punctuation closes (emits) the open sessions with ``last + g <= B``, in start order; the
+- a punctuation closes (emits) the open sessions with ``last + g < B``, in start order; the
   end of the stream emits the rest (``emit_row`` NULL). New ids count a key's emitted
   sessions from 0, so with nothing late they are the exact query's ids.
 
@@ -54,7 +56,8 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
 
     ``[SESSION 1 WATTR ts] GROUP BY k`` over ``readings`` under ``slack(0)``: the reading of key ``b`` at
     ``ts = 2.5`` comes when the bound is 4, past the end 3.5 of its own session: late, with no id. An
-    allowed lateness of 1 takes it: its session, closed already, is emitted on its arrival:
+    allowed lateness of 1 takes it (3.5 + 1 is not below 4): its session, complete already, is
+    emitted on its arrival:
 
     >>> from wid.compiler import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [SESSION 1 WATTR ts] GROUP BY k")

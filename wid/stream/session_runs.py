@@ -4,11 +4,12 @@ step per tuple.
 
 If the key's tuples arrive in ``x`` order, each at or above the bound ``B`` when it arrives and
 the first at or above the last of every session before the batch, then no tuple is late and
-none touches an emitted session (``x >= B >= last + g``). Sessions are the runs of tuples
-between gaps ``x' - x >= g`` (the first run joins the last session before the batch when it
-touches it), and each is emitted at the first punctuation whose running max reaches its end
-``last + g``: never before its last tuple arrives (the bound then is at most that tuple's
-``x``), and, ends rising with starts, in start order, so its id is the next in that order.
+none touches an emitted session (``x >= B > last + g``). Sessions are the runs of tuples
+between gaps ``x' - x > g`` (the first run joins the last session before the batch when it
+touches it: ``x <= last + g``), and each is emitted at the first punctuation whose running max
+passes its end ``last + g``: never before its last tuple arrives (the bound then is at most
+that tuple's ``x``), and, ends rising with starts, in start order, so its id is the next in
+that order.
 That is what :meth:`wid.stream.sessions.KeySessions.arrive` and ``punctuate``, called per
 tuple and punctuation, would do.
 """
@@ -81,9 +82,9 @@ class Peaks:
     running max of their bounds (:func:`numbers`; nondecreasing: found by bisection).
 
     >>> p = Peaks.running(np.array([2, 5, 7]), np.array([10, 30, 20]))
-    >>> p.before(5), p.before(5, strictly=False), p.reaching(20), p.reaching(31)
-    (10, 30, 5, None)
-    >>> p.before_each(np.array([0, 3, 9]), -1).tolist(), p.reaching_each(np.array([5, 20, 31])).tolist()
+    >>> p.before(5), p.before(5, strictly=False), p.passing(10), p.passing(29), p.passing(30)
+    (10, 30, 5, 5, None)
+    >>> p.before_each(np.array([0, 3, 9]), -1).tolist(), p.passing_each(np.array([5, 10, 30])).tolist()
     ([-1, 10, 30], [2, 5, 9223372036854775807])
     """
 
@@ -106,10 +107,10 @@ class Peaks:
         i = len(rows) if row is None else (bisect_left if strictly else bisect_right)(rows, row)
         return peaks[i - 1] if i else None
 
-    def reaching(self, threshold: Number) -> int | None:
-        """The row of the first punctuation whose running max reaches ``threshold``."""
+    def passing(self, end: Number) -> int | None:
+        """The row of the first punctuation whose running max passes ``end`` (is above it)."""
         rows, peaks = self._lists
-        i = bisect_left(peaks, threshold)
+        i = bisect_right(peaks, end)
         return rows[i] if i < len(rows) else None
 
     def before_each(self, rows: np.ndarray, floor: Number) -> np.ndarray:
@@ -119,9 +120,9 @@ class Peaks:
         i = np.searchsorted(self.rows, rows, "left")
         return np.where(i > 0, self.peaks[i - 1].astype(kind), np.asarray(floor, dtype=kind))
 
-    def reaching_each(self, thresholds: np.ndarray) -> np.ndarray:
-        """:meth:`reaching` of each of ``thresholds``, the largest int64 where none."""
-        found = np.searchsorted(self.peaks.astype(thresholds.dtype), thresholds, "left")
+    def passing_each(self, ends: np.ndarray) -> np.ndarray:
+        """:meth:`passing` of each of ``ends``, the largest int64 where none."""
+        found = np.searchsorted(self.peaks.astype(ends.dtype), ends, "right")
         return np.append(self.rows, _NEVER)[found]
 
     @property
@@ -155,20 +156,24 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key.
     Returns what the sessions emitted; ``scan`` keeps the open ones and the next id.
 
+    Gap 2: 1 and 2 (at rows 1 and 2) form a session ending at 4, emitted at row 4 (bound 5, not
+    at row 3: bound 4 does not pass it); 5 opens the next, which 7 (= 5 + 2, row 6) joins:
+
     >>> scan = KeySessions(2, bound=0)
-    >>> [a.tolist() for a in advance_in_order(scan, np.array([1, 2, 4]), np.array([1, 2, 5]), np.array([0, 1, 2]),
-    ...                                       [Peaks.running(np.array([3, 4]), np.array([2, 4]))], opened=0)]
+    >>> [a.tolist() for a in advance_in_order(scan, np.array([1, 2, 4, 6]), np.array([1, 2, 5, 7]),
+    ...                                       np.arange(4), [Peaks.running(np.array([3, 4]), np.array([4, 5]))],
+    ...                                       opened=0)]
     [[1, 0], [0, 0], [4, 4]]
     >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id
-    ([(5, 5, [2])], 1)
+    ([(5, 7, [3, 2])], 1)
     """
     whole = _whole(scan, xs, peaks)
     kind = "int64" if whole else object
     xs, gap = xs.astype(kind), scan.gap
     if not _on_time(scan, rows, xs, peaks, whole):
         return None
-    tail = scan.sessions[-1] if scan.sessions and xs[0] < scan.sessions[-1].last + gap else None
-    firsts = np.flatnonzero(np.append(True, (xs[1:] >= xs[:-1] + gap).astype(bool)))
+    tail = scan.sessions[-1] if scan.sessions and xs[0] <= scan.sessions[-1].last + gap else None
+    firsts = np.flatnonzero(np.append(True, (xs[1:] > xs[:-1] + gap).astype(bool)))
     lasts = np.append(firsts[1:], len(xs)) - 1
     # the sessions in start order: the open ones before the batch, then the batch's (the first with the tail)
     old = sorted((s for s in scan.open if s is not tail), key=lambda s: s.start)
@@ -180,7 +185,7 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     by = np.argsort(group, kind="stable")  # the tail's members after the first run's tuples
     group, member = group[by], member[by]
     ends = np.concatenate([np.asarray([s.last + gap for s in old], dtype=kind), xs[lasts] + gap])
-    due = reduce(np.minimum, (p.reaching_each(ends) for p in peaks), np.full(len(ends), _NEVER))
+    due = reduce(np.minimum, (p.passing_each(ends) for p in peaks), np.full(len(ends), _NEVER))
     done = due < _NEVER
     wid = scan.next_id + np.cumsum(done) - 1
     emitted = done[group]

@@ -4,20 +4,22 @@
 With ``B`` the running max of the key's punctuation bounds, ``g`` the gap and ``L`` the allowed
 lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fraction` s):
 
-- a tuple at ``x`` *touches* a session ``[s, last + g)`` when ``s - g < x < last + g``;
-- a session is *closed* once emitted (until a late tuple changes it) and *purged* when closed
-  with ``last + g + L <= B``;
+- a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when ``s - g <= x <= last + g``
+  (sessions that touch merge, as Spark's ``session_window`` and Flink's merging windows);
+- a session is *complete* once ``last + g < B``: a tuple still to come (``x >= B``) is past
+  its reach; it is *closed* once emitted (until a late tuple changes it) and *purged* when closed
+  with ``last + g + L < B``;
 - touching a purged session: late, with the ids of every session it touches that has one;
-  touching nothing with ``x + g + L <= B``: late with no id;
+  touching nothing with ``x + g + L < B``: late with no id;
 - else it merges with every session it touches (the least id among them stays, the others
-  retire); a merged session with ``last + g <= B`` is emitted at once, the tuple its ``emit_row``;
-- a punctuation emits the open sessions with ``last + g <= B``, in start order; the end of the
+  retire); a merged session with ``last + g < B`` is emitted at once, the tuple its ``emit_row``;
+- a punctuation emits the open sessions with ``last + g < B``, in start order; the end of the
   stream (``punctuate(None, None)``) emits the rest. New ids count the key's emitted sessions.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_right
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -28,16 +30,17 @@ Number = int | Fraction
 
 @dataclass
 class KeySession:
-    """A session: extent ``[start, last + g)``, its ``members`` (tuples, or a live state's
-    partials), its id and last revision once emitted, ``closed`` while its last emission is current.
+    """A session: its tuples span ``[start, last]``, it ends at ``last + g``; its ``members``
+    (tuples, or a live state's partials), its id and last revision once emitted, ``closed``
+    while its last emission is current.
 
-    With gap 2, tuples at 1 and 2 (rows 0 and 1) form one open session ``[1, 4)``; a bound of 4 emits it
-    as id 0, revision 0:
+    With gap 2, tuples at 1 and 2 (rows 0 and 1) form one open session ending at 4; a bound of 4
+    leaves it open (a tuple at 4 would still touch it), one of 4.5 emits it as id 0, revision 0:
 
     >>> key = KeySessions(2)
-    >>> key.arrive(0, 1); key.arrive(1, 2); key.open
+    >>> key.arrive(0, 1); key.arrive(1, 2); key.punctuate(2, 4); key.open
     [KeySession(start=1, last=2, members=[1, 0], wid=None, revision=-1, closed=False)]
-    >>> key.punctuate(2, 4); key.sessions, key.open
+    >>> key.punctuate(3, Fraction(9, 2)); key.sessions, key.open
     ([KeySession(start=1, last=2, members=[1, 0], wid=0, revision=0, closed=True)], [])
     """
 
@@ -53,13 +56,18 @@ class KeySessions:
     """One key's sessions (module doc) and what they emit: ``members`` (member, wid, revision,
     emit_row) per member of each emission, ``retired`` (row of the merging tuple, wid, revision,
     emit_row) and ``touched`` (late row -> ids). ``sessions``: all of them in start order
-    (disjoint, at least ``g`` apart, so a tuple touches a run of neighbours, found by
-    bisection); ``open``: those not emitted.
+    (more than ``g`` apart, so a tuple touches a run of neighbours, found by bisection);
+    ``open``: those not emitted.
+
+    Gap 2: session ``{1, 2}`` ends at 4 and is emitted at the bound 5; 3 touches it: late, id 0.
+    At the bound 6, 8 touches nothing (8 + 2 > 6) and opens a session; 10 = 8 + 2 touches it:
 
     >>> key = KeySessions(Fraction(2))
     >>> key.arrive(0, Fraction(1)); key.arrive(1, Fraction(2)); key.punctuate(2, Fraction(5))
     >>> key.arrive(3, Fraction(3)); key.members, key.touched
     ([(1, 0, 0, 2), (0, 0, 0, 2)], {3: [0]})
+    >>> key.punctuate(4, Fraction(6)); key.arrive(5, Fraction(8)); key.arrive(6, Fraction(10)); key.open
+    [KeySession(start=Fraction(8, 1), last=Fraction(10, 1), members=[6, 5], wid=None, revision=-1, closed=False)]
     """
 
     def __init__(self, gap: Number, lateness: Number = 0, bound: Number | None = None,
@@ -73,13 +81,14 @@ class KeySessions:
         self.touched: dict[int, list[int]] = {}
 
     def _passed(self, end: Number) -> bool:
-        return self.bound is not None and end <= self.bound
+        """The bound is past ``end``: no tuple still to come (``x >= B``) reaches it."""
+        return self.bound is not None and end < self.bound
 
     def _near(self, x: Number) -> tuple[int, int]:
-        """``[lo, hi)``: the sessions ``x`` touches (``start - g < x < last + g``)."""
-        hi = bisect_left(self.starts, x + self.gap)
+        """``[lo, hi)``: the sessions ``x`` touches (``start - g <= x <= last + g``)."""
+        hi = bisect_right(self.starts, x + self.gap)
         lo = hi
-        while lo and self.sessions[lo - 1].last + self.gap > x:
+        while lo and self.sessions[lo - 1].last + self.gap >= x:
             lo -= 1
         return lo, hi
 
@@ -115,7 +124,8 @@ class KeySessions:
         self.members.extend((m, session.wid, session.revision, row) for m in session.members)
 
     def punctuate(self, row: int | None, bound: Number | None) -> None:
-        """A punctuation at ``row`` raises the bound to ``bound``; ``(None, None)``: the end of the stream."""
+        """A punctuation at ``row`` raises the bound to ``bound`` (no tuple below it comes after it) and emits
+        the open sessions it passes; ``(None, None)``: the end of the stream."""
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
         done = [s for s in self.open if row is None or self._passed(s.last + self.gap)]
