@@ -27,6 +27,7 @@ import contextlib
 import difflib
 import doctest
 import io
+import itertools
 import os
 import re
 import shlex
@@ -160,9 +161,14 @@ def run_command(command: Command, spark, where: str) -> None:
     if command.heredoc is not None:
         Path(HEREDOC.match(command.text)[1]).write_text(command.heredoc)
         return
-    argv = shlex.split(command.text, comments=True)
-    if any(tuple(argv[:len(setup)]) == setup for setup in SETUP):
+    # `A && B`: the set-up commands among them are skipped, the one left runs
+    parts = [list(part) for sep, part in itertools.groupby(shlex.split(command.text, comments=True),
+                                                           lambda word: word == "&&") if not sep]
+    parts = [argv for argv in parts if not any(tuple(argv[:len(setup)]) == setup for setup in SETUP)]
+    if not parts:
         return
+    assert len(parts) == 1, f"{where}: `{command.text}` runs more than one command"
+    argv = parts[0]
     assert argv[0] == "wid", (f"{where}: cannot run `{command.text}`; mark its block "
                               "<!-- not run: REASON --> if it must not run")
     out, err = io.StringIO(), io.StringIO()
