@@ -216,6 +216,11 @@ def main(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -
         if not (WID_MESSAGE.search(str(error)) or isinstance(error, AnalysisException)):
             raise
         print(f"wid: {one_line(error)}", file=sys.stderr)
+    except BaseException:  # a bug, not bad input: keep Spark's log for the report
+        if jvm_log is not None and jvm_log.exists():
+            print(f"wid: Spark's log of this run: {jvm_log}", file=sys.stderr)
+            jvm_log = None
+        raise
     finally:
         for owned in started:
             owned.stop()
