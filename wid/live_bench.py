@@ -9,8 +9,8 @@ with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have 
 partitions. Reported: rows/s of each (one run, wall clock from start to the end of the last
 batch) and the largest state of each operator, per key and per (key, open window): Spark's
 from its operator's metric, wid's panes read back from its checkpoint after each batch (the
-operator's metric counts a bucket's state, all its panes, as one row), and for sessions the emitted
-sessions wid keeps; with the machine's load average before the run (idle or loaded).
+operator's metric counts a bucket's state, all its panes, as one row); an emitted session is
+forgotten at once; with the machine's load average before the run (idle or loaded).
 """
 
 from __future__ import annotations
@@ -70,12 +70,6 @@ def _pane_rows(spark: SparkSession, checkpoint: Path, progress: list[dict]) -> i
                default=0)
 
 
-def _emitted_sessions(spark: SparkSession, checkpoint: Path, batch: int) -> int:
-    """The sessions emitted up to micro-batch ``batch``, all kept in ``emitted`` (in the rows
-    ``(keys, count)`` of the frames ``counts``: per key, how many)."""
-    return sum(row[-1] for f in _frames(spark, checkpoint, batch) for row in f.get("counts", []))
-
-
 def _windows(range_s: int, slide_s: int, gap: int | None) -> tuple[str, Column]:
     """wid's window clause and Spark's window column: sliding, or sessions of ``gap`` seconds."""
     if gap is not None:
@@ -121,7 +115,6 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
         checkpoint = Path(work) / "run" / WID_CHECKPOINT
         sizes = [("panes", _pane_rows(spark, checkpoint, wid_progress)), ("state rows", _state_rows(spark_progress))]
-        emitted = _emitted_sessions(spark, checkpoint, wid_progress[-1]["batchId"]) if gap is not None else None
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
@@ -131,8 +124,6 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
-    if emitted is not None:  # what a late tuple may touch: (id, start, last) of each, a state row per key and batch
-        lines.append(f"wid emitted sessions kept at the end: {emitted} ({emitted / segments:.1f} per key)")
     lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
                  f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
     return lines

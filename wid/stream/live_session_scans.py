@@ -1,21 +1,18 @@
 """Live mode's session step (:mod:`wid.stream.live_sessions`) reads its state: a bucket's
 sessions between micro-batches (:class:`SessionState`) become one
 :class:`wid.stream.sessions.KeySessions` per key in play, with the bound each key had before
-the batch and the punctuations of the batch binding it (:func:`key_scans`). The emitted
-sessions are read only for a key with a tuple below its bound (the only tuples that can touch
-one).
+the batch and the punctuations of the batch binding it (:func:`key_scans`). Only open sessions
+are kept: an emitted one is forgotten (allowed lateness 0).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from wid.bucket.columns import WID, WID_CLOSED as CLOSED
+from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.stream.live_arrival import COUNT, aligned, matched, stack
 from wid.stream.live_windows import SHAPE, Layout
 from wid.stream.session_runs import Peaks, exact_value, exact_values
@@ -27,12 +24,12 @@ _KEY, _GROUP = "_wid_key", "_wid_group"
 @dataclass(frozen=True)
 class SessionState:
     """A bucket's sessions between micro-batches: ``opened`` (keys, partials: a row per open
-    session), ``counts`` (keys, ``_wid_count``: the key's emitted sessions, its next id),
-    ``emitted`` (reads keys, ``wid`` and the partials start and last of every emitted session:
-    called only when a tuple may touch one) and the bound table ``bounds``.
+    session), ``counts`` (keys, ``_wid_count``: the key's emitted sessions, its next id) and the
+    bound table ``bounds``.
 
-    Key ``a`` (gap 2) has emitted session 0 (``x`` from 1.0 to 2.5) and its bound is 5: a tuple at 7.0
-    opens a session without reading ``emitted``; one at 3.0, below the bound, reads it, late for session 0:
+    Key ``a`` (gap 2) has emitted session 0 (``x`` from 1.0 to 2.5), forgotten, and its bound is
+    5: a tuple at 3.0 touches no kept session and opens one ending at 5 (not below the bound);
+    one at 0.5 would open one ending at 2.5 < 5: late, no id:
 
     >>> from fractions import Fraction
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
@@ -45,22 +42,17 @@ class SessionState:
     ...                 (Aggregate("n", "count"), Aggregate("s", "min", "x"), Aggregate("e", "max", "x")),
     ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
     ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
-    >>> reads, emitted = [], pd.DataFrame({"k": ["a"], WID: [0], "_wid_p1": [1.0], "_wid_p2": [2.5]})
     >>> state = SessionState(pd.DataFrame(columns=names), pd.DataFrame({"k": ["a"], COUNT: [1]}),
-    ...                      lambda: reads.append(1) or emitted, pd.DataFrame({SHAPE: [0], "k": ["a"], CLOSED: [5.0]}))
-    >>> tuples = pd.DataFrame({"row_num": [3], "k": ["a"], "x": [7.0]})
-    >>> marks = pd.DataFrame(columns=["row_num", "k", CLOSED])  # no punctuation in these batches
-    >>> _, late, state, _ = advance_sessions(tuples, marks, state, layout)
-    >>> state.opened.values.tolist(), late.values.tolist(), reads
-    ([['a', 1, 7.0, 7.0]], [], [])
-    >>> _, late, state, _ = advance_sessions(tuples.assign(row_num=4, x=3.0), marks, state, layout)
-    >>> late.values.tolist(), reads
-    ([[4, 3.0, 0]], [1])
+    ...                      pd.DataFrame({SHAPE: [0], "k": ["a"], CLOSED: [5.0]}))
+    >>> tuples = pd.DataFrame({"row_num": [3, 4], "k": ["a", "a"], "x": [3.0, 0.5]})
+    >>> marks = pd.DataFrame(columns=["row_num", "k", CLOSED])  # no punctuation in this batch
+    >>> _, late, state = advance_sessions(tuples, marks, state, layout)
+    >>> state.opened.values.tolist(), late.values.tolist()
+    ([['a', 1, 3.0, 3.0]], [[4, 0.5, <NA>]])
     """
 
     opened: pd.DataFrame
     counts: pd.DataFrame
-    emitted: Callable[[], pd.DataFrame]
     bounds: pd.DataFrame
 
 
@@ -94,28 +86,12 @@ def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) 
     return best
 
 
-def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: SessionState,
-           layout: Layout) -> list[KeySessions]:
-    """Per key of ``present``: its bound ``B``, next id and sessions from the state: the open
-    ones (member ``i``: the partials of ``state.opened``'s row ``i``) and, read only for keys
-    with a tuple below ``B`` (the only ones that can touch a session emitted before), the
-    emitted ones such a tuple may touch (``last + g >= x``). The batch's tuples: of key
-    ``owner[i]`` at ``xs[i]`` (exact)."""
+def _scans(present: pd.DataFrame, state: SessionState, layout: Layout) -> list[KeySessions]:
+    """Per key of ``present``: its bound ``B``, next id and open sessions from the state (member
+    ``i``: the partials of ``state.opened``'s row ``i``)."""
     keys, (first, last) = list(layout.keys), layout.partials[-2:]
     gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
-    before = _bounds_before(present, state.bounds, layout)
-    floor = np.asarray([-math.inf if b is None else b for b in before], dtype=object)
-    below = np.flatnonzero(xs < floor[owner]) if len(owner) else owner  # exact: compared as Python numbers
-    lowest: dict[int, Number] = {}
-    for k, x in zip(owner[below].tolist(), xs[below].tolist()):
-        lowest[k] = min(lowest.get(k, x), x)
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
-    if lowest:
-        emitted = state.emitted()
-        for k, w, s, e in zip(_keyed(emitted, present, keys).tolist(), emitted[WID].tolist(),
-                              emitted[first].tolist(), emitted[last].tolist()):
-            if k in lowest and exact_value(e) + gap >= lowest[k]:
-                sessions[k].append(KeySession(exact_value(s), exact_value(e), wid=int(w), revision=0, closed=True))
     for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
                                       state.opened[last].tolist())):
         sessions[k].append(KeySession(exact_value(s), exact_value(e), [i]))
@@ -123,6 +99,7 @@ def _scans(present: pd.DataFrame, owner: np.ndarray, xs: np.ndarray, state: Sess
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:
         counts = [int(state.counts[COUNT].sum())] * len(present)
+    before = _bounds_before(present, state.bounds, layout)
     return [KeySessions(gap, bound=b, sessions=s, next_id=n) for b, s, n in zip(before, sessions, counts)]
 
 
@@ -161,7 +138,7 @@ def key_scans(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionSt
     ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
     ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
     >>> opened = pd.DataFrame({"k": ["b"], "_wid_p0": [1], "_wid_p1": [0.5], "_wid_p2": [0.5]})
-    >>> state = SessionState(opened, pd.DataFrame({"k": ["b"], COUNT: [3]}), lambda: None,
+    >>> state = SessionState(opened, pd.DataFrame({"k": ["b"], COUNT: [3]}),
     ...                      pd.DataFrame({SHAPE: [0], "k": ["b"], CLOSED: [0.25]}))
     >>> tuples = pd.DataFrame({"row_num": [7, 8], "k": ["a", "b"], "x": [1.5, 2.0]})
     >>> owner, xs, scans, peaks = key_scans(tuples, pd.DataFrame(columns=["row_num", "k", CLOSED]), state, layout)
@@ -176,4 +153,4 @@ def key_scans(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionSt
         present = pd.DataFrame(index=range(1 if len(state.opened) or len(tuples) else 0))
     present = present.assign(**{_KEY: np.arange(len(present))})
     owner, xs = _keyed(tuples, present, keys), exact_values(tuples[layout.x])
-    return owner, xs, _scans(present, owner, xs, state, layout), _peaks(punctuations, present, layout)
+    return owner, xs, _scans(present, state, layout), _peaks(punctuations, present, layout)

@@ -5,43 +5,30 @@
 from __future__ import annotations
 
 import pandas as pd
-from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+from pyspark.sql.types import LongType, StructField, StructType
 
-from wid.bucket.columns import WID
 from wid.stream.live_arrival import COUNT
-from wid.stream.live_processor import LIST, Variables
 from wid.stream.live_session_scans import SessionState
 from wid.stream.live_sessions import advance_sessions
 from wid.stream.live_state import PaneProcessor
 from wid.stream.live_windows import Layout
-from wid.stream.state_rows import SESSIONS, history, packed, unpacked
 
 
 class SessionProcessor(PaneProcessor):
     """:class:`PaneProcessor` for session windows (``layout.gap``): steps 3 and 4 by
     :func:`wid.stream.live_sessions.advance_sessions`; frames ``panes``: the open sessions
-    (keys, partials), ``counts``: the emitted sessions per key; state ``emitted``: their ids,
-    starts and lasts, appended as they are emitted (a row per micro-batch:
-    :func:`wid.stream.state_rows.packed`) and read only when a tuple may touch one."""
+    (keys, partials), ``counts``: the emitted sessions per key (emitted ones are forgotten)."""
 
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout)
         keys = layout.pane_schema.fields[:len(layout.keys)]
         self.counts_schema = StructType([*keys, StructField(COUNT, LongType())])
-        self.arrow = history(StructType([*keys, StructField(WID, LongType()), *layout.pane_schema.fields[-2:]]))
-
-    def variables(self) -> Variables:
-        """:meth:`PaneProcessor.variables` and the sessions' ``emitted`` history."""
-        return {**super().variables(), "emitted": (LIST, StructType([StructField(SESSIONS, BinaryType())]))}
 
     def _advance(self, events: pd.DataFrame, tuples: pd.DataFrame, punctuations: pd.DataFrame,
                  end: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
         frames = self.frames
-        state = SessionState(frames.get("panes"), frames.get("counts"),
-                             lambda: unpacked((cell for cell, in self.emitted.get()), self.arrow), frames.get("closed"))
-        results, late, after, added = advance_sessions(tuples, punctuations, state, self.layout, end)
+        state = SessionState(frames.get("panes"), frames.get("counts"), frames.get("closed"))
+        results, late, after = advance_sessions(tuples, punctuations, state, self.layout, end)
         for name, frame in (("panes", after.opened), ("counts", after.counts), ("closed", after.bounds)):
             frames.put(name, frame)
-        if len(added):
-            self.emitted.appendValue((packed(added, self.arrow),))
         return results, late

@@ -4,11 +4,11 @@ windows, per bucket and micro-batch: each key's sessions
 and punctuations in arrival order.
 
 The state holds, per key, the *open* sessions with their partials (:mod:`wid.stream.panes`;
-the last two are the least and largest ``x``: the session's start and last), the count of its
-emitted sessions (its next id) and, appended as they are emitted, the *emitted* sessions as
-``(wid, start, last)``: a late tuple names the ids of the emitted sessions it touches. Those
-are read only in a batch with a tuple below its key's bound (the only tuples that can touch
-one). Nothing per tuple is kept.
+the last two are the least and largest ``x``: the session's start and last) and the count of
+its emitted sessions (its next id). An emitted session is forgotten at once (allowed lateness
+0: its cleanup time is its end, which the bound has passed), as Flink's merging windows: a
+later tuple touching it opens a session of its own, or is late (no id) when that one would be
+complete already. Nothing per tuple or per emitted session is kept.
 """
 
 from __future__ import annotations
@@ -63,15 +63,14 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
 
 
 def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionState, layout: Layout,
-                     end: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, SessionState, pd.DataFrame]:
-    """Steps 3 and 4 for sessions: ``(results, late, state, added)``. In: the batch's ``tuples``
+                     end: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, SessionState]:
+    """Steps 3 and 4 for sessions: ``(results, late, state)``. In: the batch's ``tuples``
     (keys, ``layout.x``, values, payload) and ``punctuations`` (``row_num``, pattern columns,
     ``wid_closed`` in ``x`` units), each in arrival order, and the state before it. Per key, in
     arrival order, each tuple arrives and each punctuation binding the key raises its bound
     ``B`` (:class:`KeySessions`, gap ``layout.gap``); the end of the stream emits the open
     sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``), the late rows
-    (payload, ``wid``: one per emitted session the tuple touches, NULL if none), the state
-    after (its ``emitted`` not read) and the sessions to add to ``emitted``.
+    (payload, ``wid`` NULL) and the state after.
 
     >>> from fractions import Fraction
     >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
@@ -84,15 +83,15 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     ...                 (Aggregate("n", "count"), Aggregate("s", "min", "x"), Aggregate("e", "max", "x")),
     ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
     ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
-    >>> tuples = pd.DataFrame({"row_num": [0, 1, 3], "k": ["a", "a", "a"], "x": [1.0, 2.5, 3.0]})
+    >>> tuples = pd.DataFrame({"row_num": [0, 1, 3, 4], "k": ["a"] * 4, "x": [1.0, 2.5, 3.0, 0.5]})
     >>> marks = pd.DataFrame({"row_num": [2], "k": ["a"], "wid_closed": [5.0]})
     >>> empty = SessionState(pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=["k", COUNT]),
-    ...                      lambda: None, pd.DataFrame(columns=[SHAPE, "k", "wid_closed"]))
-    >>> results, late, after, added = advance_sessions(tuples, marks, empty, layout)
+    ...                      pd.DataFrame(columns=[SHAPE, "k", "wid_closed"]))
+    >>> results, late, after = advance_sessions(tuples, marks, empty, layout)
     >>> results[["k", "wid", "_wid_p0", "_wid_p1", "_wid_p2", "emit_row"]].values.tolist(), late.values.tolist()
-    ([['a', 0, 2, 1.0, 2.5, 2]], [[3, 3.0, 0]])
-    >>> added.values.tolist(), after.counts.values.tolist(), len(after.opened)
-    ([['a', 0, 1.0, 2.5]], [['a', 1]], 0)
+    ([['a', 0, 2, 1.0, 2.5, 2]], [[4, 0.5, <NA>]])
+    >>> after.opened.values.tolist(), after.counts.values.tolist()
+    ([['a', 1, 3.0, 3.0]], [['a', 1]])
     """
     keys, names = list(layout.keys), layout.partials
     tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
@@ -110,9 +109,9 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     parts = stack([opened[[*keys, *names]], pd.concat(
         [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
     results = _emitted(scans, fast, parts, layout)
-    after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys), state.emitted,
+    after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys),
                          layout.bounds.after(punctuations, state.bounds))
-    return results, _late(scans, tuples, layout), after, results[[*keys, WID, *names[-2:]]]
+    return results, _late(scans, tuples, layout), after
 
 
 def _emitted(scans: list[KeySessions], fast: list[Emitted], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
@@ -139,8 +138,7 @@ def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.D
 
 
 def _late(scans: list[KeySessions], tuples: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """A late row (payload, ``wid``) per emitted session a late tuple touches; one, ``wid``
-    NULL, when it touches none."""
-    late = [(j, w) for scan in scans for j, ids in scan.touched.items() for w in ids or [None]]
-    rows, wids = (list(c) for c in zip(*late)) if late else ([], [])
-    return tuples.iloc[rows][list(layout.payload)].reset_index(drop=True).assign(**{WID: pd.array(wids, dtype="Int64")})
+    """A late row (payload, ``wid`` NULL) per late tuple."""
+    rows = [j for scan in scans for j in scan.late]
+    return tuples.iloc[rows][list(layout.payload)].reset_index(drop=True).assign(
+        **{WID: pd.array([None] * len(rows), dtype="Int64")})

@@ -1,29 +1,31 @@
-"""Replay of session windows: sessions close on punctuation, late tuples name what they touch.
+"""Replay of session windows: sessions close on punctuation and are forgotten past cleanup.
 
 Per key, in arrival order (a punctuation at row r right after tuple r), the state machine of
-:class:`wid.stream.sessions.KeySessions`, with ``B`` the running max of the key's punctuation
-bounds (in ``wid_x`` units), ``L`` the allowed lateness (same units, default 0) and exact
-arithmetic:
+:class:`wid.stream.sessions.KeySessions` (Flink's merging windows with allowed lateness), with
+``B`` the running max of the key's punctuation bounds (in ``wid_x`` units), ``L`` the allowed
+lateness (same units, default 0) and exact arithmetic:
 
 - a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when
   ``s - g <= x <= last + g`` (sessions that touch merge, as in :func:`wid.query`);
 - a session is *complete* once the bound passes its end, ``last + g < B`` (a tuple still to
-  come has ``x >= B``: past its reach); *closed* once emitted (until a late tuple changes it)
-  and *purged* when closed with ``last + g + L < B`` (the bound passes ``end + L``);
-- touching a purged session: late, with the ids of every session it touches that has one;
-  touching nothing with ``x + g + L < B`` (its own session would be purged already): late with
-  no id (``wid`` NULL);
-- else it merges with every session it touches into one. The merged session keeps the least
-  id among them (a retired id's last revision is empty: ``count(*)`` 0, NULL extent, emitted on
+  come has ``x >= B``: past its reach); *closed* once emitted (until a tuple changes it) and
+  *forgotten* when closed with ``last + g + L < B`` (the bound passes ``end + L``, Flink's
+  cleanup time): its last emission stands, and no later tuple touches it;
+- a tuple merges with every kept session it touches. The merged session keeps the least id
+  among them (a retired id's last revision is empty: ``count(*)`` 0, NULL extent, emitted on
   this tuple's arrival); when ``last + g < B`` it is emitted at once (``emit_row`` = the
-  tuple), as the id's next ``revision`` (or revision 0 under a new id), else it stays open;
+  tuple), as the id's next ``revision`` (or revision 0 under a new id), else it stays open.
+  Touching no kept session, it opens its own (a new id once emitted: a forgotten session's
+  successor, which may overlap it), unless that is past cleanup already, ``x + g + L < B``:
+  then it is late (``wid`` NULL: it belongs to no session);
 - a punctuation closes (emits) the open sessions with ``last + g < B``, in start order; the
   end of the stream emits the rest (``emit_row`` NULL). New ids count a key's emitted
   sessions from 0, so with nothing late they are the exact query's ids.
 
-With ``L = 0`` a closed session is purged, so nothing is re-emitted and every row has revision
-0. Conservation, per key: the last revisions' ``count(*)`` + the late tuples = the exact count.
-The scan is sequential per key (a grouped Arrow pass), as sessions merge in arrival order.
+With ``L = 0`` a session is forgotten as it is emitted, so nothing is re-emitted and every row
+has revision 0. Conservation, per key: each tuple is in exactly one id's last revision or in
+``late``: the last revisions' ``count(*)`` + the late tuples = the exact count. The scan is
+sequential per key (a grouped Arrow pass), as sessions merge in arrival order.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from fractions import Fraction
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, BooleanType, LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
@@ -46,7 +48,7 @@ from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
 from wid.spec.sqlexpr import column, columns
 
-_KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
+_KIND, _VALUE, _LATE, _RETIRED = "_wid_kind", "_wid_value", "_wid_late", "_wid_retired"
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
@@ -55,7 +57,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     timestamps); ``late`` holds the stream's columns and ``wid``.
 
     ``[SESSION 1 WATTR ts] GROUP BY k`` over ``readings`` under ``slack(0)``: the reading of key ``b`` at
-    ``ts = 2.5`` comes when the bound is 4, past the end 3.5 of its own session: late, with no id. An
+    ``ts = 2.5`` comes when the bound is 4, past the end 3.5 of its own session: late (no id). An
     allowed lateness of 1 takes it (3.5 + 1 is not below 4): its session, complete already, is
     emitted on its arrival:
 
@@ -93,7 +95,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
                                                    WID_CLOSED))
     schema = StructType([StructField("row_num", LongType()), StructField(WID, LongType()),
                          StructField(REVISION, LongType()), StructField(EMIT_ROW, LongType()),
-                         StructField(_RETIRED, BooleanType()), StructField(_TOUCHED, ArrayType(LongType()))])
+                         StructField(_RETIRED, BooleanType()), StructField(_LATE, BooleanType())])
 
     def scan(pdf: pd.DataFrame) -> pd.DataFrame:
         state = KeySessions(gap, lateness)
@@ -104,12 +106,13 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
             elif not pd.isna(bound):
                 state.punctuate(int(row), Fraction(bound))
         state.punctuate(None, None)
-        placed = [(*m, False, None) for m in state.members] + [(*r, True, None) for r in state.retired] + \
-            [(row, None, None, None, None, ids) for row, ids in state.touched.items()]
+        placed = [(*m, False, False) for m in state.members] + [(*r, True, False) for r in state.retired] + \
+            [(row, None, None, None, False, True) for row in state.late]
         fields = list(zip(*placed)) or [[]] * 6
         return pd.DataFrame({name: pd.array(values, dtype="Int64") for name, values in
                              zip(["row_num", WID, REVISION, EMIT_ROW], fields)} |
-                            {_RETIRED: pd.array(fields[4], dtype="boolean"), _TOUCHED: list(fields[5])})
+                            {name: pd.array(values, dtype="boolean") for name, values in
+                             zip([_RETIRED, _LATE], fields[4:])})
 
     events, names = PlainNames.of(events if keys else events.withColumn("_wid_all", F.lit(0)))
     fates = events.groupBy(*[names.column(k) for k in keys or ["_wid_all"]]).applyInPandas(scan, schema)
@@ -125,6 +128,5 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
         retired = retired.select(*[F.lit(None).cast(on_time.schema[c].dataType).alias(c) if c in spec.extent_columns
                                    else column(c) for c in groups], WID).crossJoin(empty)
         results = results.unionByName(retired)
-    late = placed.where(column(_TOUCHED).isNotNull()).select(
-        *columns(source), F.explode_outer(_TOUCHED).alias(WID))
+    late = placed.where(column(_LATE)).select(*columns(source), F.lit(None).cast(LongType()).alias(WID))
     return results, late

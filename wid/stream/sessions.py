@@ -1,5 +1,6 @@
 """One key's session windows in arrival order: the state machine that session replay
-(:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live_sessions`) run per key.
+(:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live_sessions`) run per key,
+with Flink's rule for merging windows under allowed lateness.
 
 With ``B`` the running max of the key's punctuation bounds, ``g`` the gap and ``L`` the allowed
 lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fraction` s):
@@ -7,14 +8,16 @@ lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fra
 - a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when ``s - g <= x <= last + g``
   (sessions that touch merge, as Spark's ``session_window`` and Flink's merging windows);
 - a session is *complete* once ``last + g < B``: a tuple still to come (``x >= B``) is past
-  its reach; it is *closed* once emitted (until a late tuple changes it) and *purged* when closed
-  with ``last + g + L < B``;
-- touching a purged session: late, with the ids of every session it touches that has one;
-  touching nothing with ``x + g + L < B``: late with no id;
-- else it merges with every session it touches (the least id among them stays, the others
-  retire); a merged session with ``last + g < B`` is emitted at once, the tuple its ``emit_row``;
-- a punctuation emits the open sessions with ``last + g < B``, in start order; the end of the
-  stream (``punctuate(None, None)``) emits the rest. New ids count the key's emitted sessions.
+  its reach; it is *closed* once emitted (until a tuple changes it) and *forgotten* when closed
+  with ``last + g + L < B`` (its cleanup time ``end + L`` passed, as Flink's cleanup timer):
+  kept no more, no later tuple touches or merges with it;
+- a tuple merges with every *kept* session it touches (the least id among them stays, the
+  others retire); a merged session with ``last + g < B`` is emitted at once, the tuple its
+  ``emit_row``. Touching none, it starts a session of its own, unless that one is past cleanup
+  already (``x + g + L < B``): then the tuple is late (Flink's side output), with no id;
+- a punctuation emits the open sessions with ``last + g < B``, in start order, then forgets
+  those past cleanup; the end of the stream (``punctuate(None, None)``) emits the rest. New ids
+  count the key's emitted sessions.
 """
 
 from __future__ import annotations
@@ -34,14 +37,17 @@ class KeySession:
     (tuples, or a live state's partials), its id and last revision once emitted, ``closed``
     while its last emission is current.
 
-    With gap 2, tuples at 1 and 2 (rows 0 and 1) form one open session ending at 4; a bound of 4
-    leaves it open (a tuple at 4 would still touch it), one of 4.5 emits it as id 0, revision 0:
+    With gap 2 and allowed lateness 1, tuples at 1 and 2 (rows 0 and 1) form one open session
+    ending at 4; a bound of 4 leaves it open (a tuple at 4 would still touch it), one of 4.5
+    emits it as id 0, revision 0, kept until a bound passes 4 + 1:
 
-    >>> key = KeySessions(2)
+    >>> key = KeySessions(2, 1)
     >>> key.arrive(0, 1); key.arrive(1, 2); key.punctuate(2, 4); key.open
     [KeySession(start=1, last=2, members=[1, 0], wid=None, revision=-1, closed=False)]
     >>> key.punctuate(3, Fraction(9, 2)); key.sessions, key.open
     ([KeySession(start=1, last=2, members=[1, 0], wid=0, revision=0, closed=True)], [])
+    >>> key.punctuate(4, Fraction(11, 2)); key.sessions
+    []
     """
 
     start: Number
@@ -55,19 +61,21 @@ class KeySession:
 class KeySessions:
     """One key's sessions (module doc) and what they emit: ``members`` (member, wid, revision,
     emit_row) per member of each emission, ``retired`` (row of the merging tuple, wid, revision,
-    emit_row) and ``touched`` (late row -> ids). ``sessions``: all of them in start order
+    emit_row) and ``late`` (the rows of late tuples). ``sessions``: the kept ones in start order
     (more than ``g`` apart, so a tuple touches a run of neighbours, found by bisection);
     ``open``: those not emitted.
 
-    Gap 2: session ``{1, 2}`` ends at 4 and is emitted at the bound 5; 3 touches it: late, id 0.
-    At the bound 6, 8 touches nothing (8 + 2 > 6) and opens a session; 10 = 8 + 2 touches it:
+    Gap 2, lateness 0: session ``{1, 2}`` ends at 4, emitted and forgotten at the bound 5. 3
+    touches only it, forgotten: 3 starts a session of its own, ending at 5 (not below the bound:
+    on time); 0 would start one ending at 2 < 5: late. 4 joins ``{3}``:
 
     >>> key = KeySessions(Fraction(2))
     >>> key.arrive(0, Fraction(1)); key.arrive(1, Fraction(2)); key.punctuate(2, Fraction(5))
-    >>> key.arrive(3, Fraction(3)); key.members, key.touched
-    ([(1, 0, 0, 2), (0, 0, 0, 2)], {3: [0]})
-    >>> key.punctuate(4, Fraction(6)); key.arrive(5, Fraction(8)); key.arrive(6, Fraction(10)); key.open
-    [KeySession(start=Fraction(8, 1), last=Fraction(10, 1), members=[6, 5], wid=None, revision=-1, closed=False)]
+    >>> key.arrive(3, Fraction(3)); key.arrive(4, Fraction(0)); key.arrive(5, Fraction(4))
+    >>> key.members, key.late
+    ([(1, 0, 0, 2), (0, 0, 0, 2)], [4])
+    >>> key.open
+    [KeySession(start=Fraction(3, 1), last=Fraction(4, 1), members=[5, 3], wid=None, revision=-1, closed=False)]
     """
 
     def __init__(self, gap: Number, lateness: Number = 0, bound: Number | None = None,
@@ -78,14 +86,14 @@ class KeySessions:
         self.open = [s for s in self.sessions if not s.closed]
         self.members: list[tuple[Hashable, int, int, int | None]] = []
         self.retired: list[tuple[int, int, int, int | None]] = []
-        self.touched: dict[int, list[int]] = {}
+        self.late: list[int] = []
 
     def _passed(self, end: Number) -> bool:
         """The bound is past ``end``: no tuple still to come (``x >= B``) reaches it."""
         return self.bound is not None and end < self.bound
 
     def _near(self, x: Number) -> tuple[int, int]:
-        """``[lo, hi)``: the sessions ``x`` touches (``start - g <= x <= last + g``)."""
+        """``[lo, hi)``: the kept sessions ``x`` touches (``start - g <= x <= last + g``)."""
         hi = bisect_right(self.starts, x + self.gap)
         lo = hi
         while lo and self.sessions[lo - 1].last + self.gap >= x:
@@ -95,14 +103,11 @@ class KeySessions:
     def arrive(self, row: int, x: Number, member: Hashable | None = None) -> None:
         """The tuple of ``row_num`` ``row`` at ``x`` arrives (``member``: what it adds to a
         session, the row itself by default)."""
-        g, late = self.gap, self.lateness
+        g = self.gap
         lo, hi = self._near(x)
         near = self.sessions[lo:hi]
-        if any(s.closed and self._passed(s.last + g + late) for s in near):
-            self.touched[row] = sorted(s.wid for s in near if s.wid is not None)
-            return
-        if not near and self._passed(x + g + late):
-            self.touched[row] = []
+        if not near and self._passed(x + g + self.lateness):
+            self.late.append(row)
             return
         named = sorted((s for s in near if s.wid is not None), key=lambda s: s.wid)
         for s in named[1:]:
@@ -112,7 +117,7 @@ class KeySessions:
                             named[0].wid if named else None, named[0].revision if named else -1)
         self.sessions[lo:hi], self.starts[lo:hi] = [merged], [merged.start]
         self.open = [s for s in self.open if all(s is not n for n in near)] + [merged]
-        if self._passed(merged.last + g):
+        if self._passed(merged.last + g):  # kept: its end + L is not below B (nor were the kept ones')
             self._emit(merged, row)
 
     def _emit(self, session: KeySession, row: int | None) -> None:
@@ -124,10 +129,14 @@ class KeySessions:
         self.members.extend((m, session.wid, session.revision, row) for m in session.members)
 
     def punctuate(self, row: int | None, bound: Number | None) -> None:
-        """A punctuation at ``row`` raises the bound to ``bound`` (no tuple below it comes after it) and emits
-        the open sessions it passes; ``(None, None)``: the end of the stream."""
+        """A punctuation at ``row`` raises the bound to ``bound`` (no tuple below it comes after it), emits
+        the open sessions it passes and forgets the closed ones past cleanup; ``(None, None)``: the end of the
+        stream."""
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
         done = [s for s in self.open if row is None or self._passed(s.last + self.gap)]
         for session in sorted(done, key=lambda s: s.start):
             self._emit(session, row)
+        kept = [s for s in self.sessions if not (s.closed and self._passed(s.last + self.gap + self.lateness))]
+        if len(kept) < len(self.sessions):
+            self.sessions, self.starts = kept, [s.start for s in kept]

@@ -1,7 +1,6 @@
 """The state store's row format for live mode's stateful step (:mod:`wid.stream.live_state`):
-frames to and from state rows (whole numbers exact, NULLs kept), a bucket's frames kept in one
-value-state row (:class:`Frames`), and the emitted sessions of a micro-batch packed into one
-row (:mod:`wid.stream.live_session_state`)."""
+frames to and from state rows (whole numbers exact, NULLs kept) and a bucket's frames kept in one
+value-state row (:class:`Frames`)."""
 
 from __future__ import annotations
 
@@ -10,15 +9,11 @@ from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 from pyspark.sql.types import BinaryType, DoubleType, LongType, StructField, StructType
 
-from wid.aggregate.fca import NULLABLE, arrow_schema
 from wid.bucket.positions import plain
 from wid.errors import WidError
 
-#: Sessions: the sessions emitted in a micro-batch, ``(keys, wid, start, last)`` each, as an Arrow IPC stream.
-SESSIONS = "_wid_sessions"
 #: Spark's integral type names: held as pandas' nullable integers.
 INTEGRAL = ("long", "integer", "short", "byte")
 
@@ -51,46 +46,6 @@ def state_frame(rows: Iterable[tuple], schema: StructType) -> pd.DataFrame:
     return pd.DataFrame({f.name: pd.array(list(v), dtype="Int64") if f.dataType.typeName() in INTEGRAL
                          else pd.Series(list(v), dtype=None if rows else object)
                          for f, v in zip(schema.fields, columns)})
-
-
-def history(sessions: StructType) -> pa.Schema:
-    """The Arrow schema of emitted sessions ``sessions`` (keys, ``wid``, start, last), timestamps
-    in UTC (as the Arrow batches Spark hands Python).
-
-    >>> from pyspark.sql.types import DecimalType, StringType
-    >>> history(StructType([StructField("k", StringType()), StructField("wid", LongType()),
-    ...                     StructField("start", DecimalType(12, 3)), StructField("last", DecimalType(12, 3))])).types
-    [DataType(string), DataType(int64), Decimal128Type(decimal128(12, 3)), Decimal128Type(decimal128(12, 3))]
-    """
-    return arrow_schema(sessions)
-
-
-def packed(added: pd.DataFrame, arrow: pa.Schema) -> bytes:
-    """Emitted sessions ``added`` (``arrow``'s columns: keys, ``wid``, start, last), one row
-    each, as one Arrow IPC stream: a state row per micro-batch, not per session or key.
-
-    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64()), ("s", pa.int64()), ("e", pa.int64())])
-    >>> cell = packed(pd.DataFrame({"k": ["a", None, "a"], "wid": [0, 0, 1], "s": [1, 2, 5], "e": [3, 2, 9]}), arrow)
-    >>> unpacked([cell, cell], arrow).values.tolist()[:3], unpacked([], arrow).columns.tolist()
-    ([['a', 0, 1, 3], [None, 0, 2, 2], ['a', 1, 5, 9]], ['k', 'wid', 's', 'e'])
-    """
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, arrow) as writer:
-        writer.write_table(pa.Table.from_pandas(added[arrow.names], schema=arrow, preserve_index=False))
-    return sink.getvalue().to_pybytes()
-
-
-def unpacked(cells: Iterable[bytes], arrow: pa.Schema) -> pd.DataFrame:
-    """The sessions of :func:`packed` cells, one row each: ``arrow``'s columns.
-
-    >>> arrow = pa.schema([("k", pa.string()), ("wid", pa.int64())])
-    >>> cells = [packed(pd.DataFrame({"k": ["a", None], "wid": [2**53 + 1, 4]}), arrow),
-    ...          packed(pd.DataFrame({"k": ["b"], "wid": [7]}), arrow)]
-    >>> unpacked(cells, arrow)["wid"].tolist(), unpacked(cells, arrow)["wid"].dtype
-    ([9007199254740993, 4, 7], Int64Dtype())
-    """
-    tables = [pa.ipc.open_stream(cell).read_all() for cell in cells]
-    return (pa.concat_tables(tables) if tables else arrow.empty_table()).to_pandas(types_mapper=NULLABLE.get)
 
 
 def frame_rows(cell: bytes | bytearray) -> dict[str, list[tuple]]:
