@@ -4,9 +4,9 @@ rules (allowed lateness 0), written here from the text with exact Fractions:
 
 per key ``k`` with bound ``B(k)`` (the running max of the punctuations binding ``k``: its value,
 or NULL for every key), a tuple at ``x`` touches a session (first ``start``, last ``last``) when
-``start - g <= x <= last + g`` (sessions that touch merge); touching an emitted session it is
-late once per emitted session it touches; touching nothing with ``x + g < B(k)`` it is late
-with ``wid`` NULL; else it merges with the open sessions it touches. A punctuation emits the
+``start - g <= x <= last + g`` (sessions that touch merge); an emitted session is forgotten
+(Flink's cleanup at allowed lateness 0); touching no open session with ``x + g < B(k)`` a tuple
+is late with ``wid`` NULL; else it merges with the open sessions it touches. A punctuation emits the
 open sessions of the keys it binds with ``last + g < B(k)`` (a tuple at ``B(k)`` may still
 come), in start order, ids counting the key's emitted sessions; the end of the stream emits the
 rest (``emit_row`` NULL). State between batches goes through the state store's row format, as
@@ -29,7 +29,7 @@ from wid.aggregate.partials import Aggregate
 from wid.stream.live_arrival import COUNT
 from wid.stream.live_session_scans import SessionState
 from wid.stream.live_sessions import advance_sessions
-from wid.stream.state_rows import Frames, history, packed, state_frame, unpacked
+from wid.stream.state_rows import Frames, state_frame
 from wid.stream.live_windows import SHAPE, Bounds, Layout
 from wid.stream.session_runs import Peaks, advance_in_order, numbers
 from wid.stream.sessions import KeySession, KeySessions
@@ -38,14 +38,12 @@ KEYS = ["a", "b", None]
 DOUBLE_KEYS = {"a": 1.5, "b": -2.25, None: None}  # a NULL double key reads back from state as None, not NaN
 
 
-def schemas(key: DataType, x: DataType = DoubleType()) -> tuple[StructType, StructType, StructType, StructType]:
+def schemas(key: DataType, x: DataType = DoubleType()) -> tuple[StructType, StructType, StructType]:
     """The processor's state schemas, key ``k`` of type ``key``, ``x`` of type ``x``: open
-    sessions (count, sum, least and largest x), counts of emitted sessions, emitted sessions,
-    bound table."""
+    sessions (count, sum, least and largest x), counts of emitted sessions, bound table."""
     k = StructField("k", key)
     partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), x, x])]
     return (StructType([k, *partials]), StructType([k, StructField(COUNT, LongType())]),
-            StructType([k, StructField("wid", LongType()), *partials[2:]]),
             StructType([StructField(SHAPE, IntegerType()), k, StructField("wid_closed", x)]))
 
 
@@ -63,7 +61,7 @@ gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
 
 
 def layout(gap: float, key: DataType, x: DataType = DoubleType()) -> Layout:
-    opened, _, _, bounds = schemas(key, x)
+    opened, _, bounds = schemas(key, x)
     return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
                   on_all=False, shift=0, consistent=False, pane_schema=opened, closed_schema=bounds, output=opened,
                   gap=Fraction(gap), x="x")
@@ -71,11 +69,11 @@ def layout(gap: float, key: DataType, x: DataType = DoubleType()) -> Layout:
 
 def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     """``({(k, wid): (count, sum, first, last, emit_row)}, [(row_num, k, wid)])``."""
-    keyed: dict = {}  # k -> {"bound", "open": [[start, last, [tuples]]], "emitted": [(start, last, wid)]}
+    keyed: dict = {}  # k -> {"bound", "open": [[start, last, [tuples]]], "emitted": the next id}
     wildcard, results, late = None, {}, []
 
     def key(k):
-        return keyed.setdefault(k, {"bound": None, "open": [], "emitted": []})
+        return keyed.setdefault(k, {"bound": None, "open": [], "emitted": 0})
 
     def bound(k):
         found = [b for b in (key(k)["bound"], wildcard) if b is not None]
@@ -83,12 +81,12 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
 
     def emit(k, session, row):
         state = key(k)
-        wid = len(state["emitted"])
+        wid = state["emitted"]
         members = session[2]
         total = [m["v"] for m in members if m["v"] is not None]
         results[(k, wid)] = (len(members), sum(total) if total else None, min(m["x"] for m in members),
                              max(m["x"] for m in members), row)
-        state["emitted"].append((session[0], session[1], wid))
+        state["emitted"] += 1
 
     def close(k, row):
         state, b = key(k), bound(k)
@@ -101,11 +99,8 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     for e in events:
         if e["kind"] == 0:
             state, x, b = key(e["k"]), Fraction(e["x"]), bound(e["k"])
-            touched = [w for s, last, w in state["emitted"] if s - gap <= x <= last + gap]
             near = [s for s in state["open"] if s[0] - gap <= x <= s[1] + gap]
-            if touched:
-                late += [(e["row_num"], e["k"], w) for w in touched]
-            elif not near and b is not None and x + gap < b:
+            if not near and b is not None and x + gap < b:
                 late.append((e["row_num"], e["k"], None))
             else:
                 state["open"] = [s for s in state["open"] if all(s is not n for n in near)]
@@ -124,15 +119,13 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     return results, late
 
 
-def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int] | None = None,
-             key: DataType = StringType(), x: DataType = DoubleType()) -> tuple[dict, list]:
+def run_live(events: list[dict], cuts: list[float], gap: float, key: DataType = StringType(),
+             x: DataType = DoubleType()) -> tuple[dict, list]:
     """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's
-    input; each part of the state through the state store's row format between batches, the
-    emitted sessions appended (``reads``: the batches that read them back)."""
+    input; the state through the state store's row format between batches."""
     lay = layout(gap, key, x)
-    OPEN, COUNTS, EMITTED, BOUNDS = schemas(key, x)
+    OPEN, COUNTS, BOUNDS = schemas(key, x)
     opened, counts, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, BOUNDS))
-    cells, arrow = [], history(EMITTED)  # the emitted sessions: an Arrow stream per batch, as the processor keeps them
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
     for i, (start, stop) in enumerate(zip(edges, edges[1:])):
@@ -142,20 +135,14 @@ def run_live(events: list[dict], cuts: list[float], gap: float, reads: list[int]
                               for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
         tuples = tuples.astype({"row_num": "Int64", "x": "int64" if x == LongType() else "float64", "v": "float64",
                                 **({"k": "float64"} if isinstance(key, DoubleType) else {})})  # as from Arrow
-        def read(batch: int = i) -> pd.DataFrame:
-            if reads is not None:
-                reads.append(batch)
-            return unpacked(cells, arrow)
-
-        state = SessionState(opened, counts, read, bounds)
-        results, gone, after, added = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
-                                                       end=i == len(edges) - 2)
+        state = SessionState(opened, counts, bounds)
+        results, gone, after = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
+                                                end=i == len(edges) - 2)
         kept = Frames(None, {"panes": OPEN, "counts": COUNTS, "closed": BOUNDS})  # the bucket's state row
         for name, frame in (("panes", after.opened), ("counts", after.counts), ("closed", after.bounds)):
             kept.put(name, frame)
         kept = Frames(kept.cell(), kept.schemas)
         opened, counts, bounds = (kept.get(name) for name in ("panes", "counts", "closed"))
-        cells.append(packed(added, arrow))
         for r in results.to_dict("records"):
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
             assert window not in got, f"session {window} emitted twice"
@@ -288,19 +275,17 @@ def element(row, k, x, v=None):
     return {"kind": 0 if v is not None else 2, "row_num": row, "k": k, "x": x, "v": v}
 
 
-def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_is_late_with_its_id():
-    """The emitted sessions are read back from the state only for a tuple below its key's bound
-    (here 2.75, past the end 2.5 of ``{1.25, 1.5}``: emitted): 2.25 touches it from above
-    (2.25 + g > 2.75: not late by itself), 0.25 = 1.25 - g from below, exactly; key b has no
-    bound; 9.0 touches nothing and is above the bound: that batch reads nothing."""
+def test_a_tuple_touching_a_session_emitted_in_an_earlier_batch_opens_its_successor():
+    """Gap 1, the bound 2.75 passes the end 2.5 of ``{1.25, 1.5}``: emitted and forgotten. 2.25
+    touches it from above but 2.25 + g is not below the bound: it opens a session of its own (id
+    1, Flink's new window); 0.25 = 1.25 - g touches the forgotten one from below, exactly, and
+    its own would end at 1.25 < 2.75: late, no id; key b has no bound; 9.0 is on time."""
     events = [element(0, "a", 1.25, 1.0), element(1, "a", 1.5, 2.0), element(2, "a", 2.75), element(3, "a", 2.25, 4.0),
               element(4, "a", 0.25, 8.0), element(5, "b", 1.9, 16.0), element(6, "a", 9.0, 32.0)]
-    reads = []
-    got, late = run_live(events, [0.43, 0.58, 0.86], 1.0, reads)  # batches: rows 0-2, row 3, rows 4-5, row 6
-    assert reads == [1, 2]
-    assert late == [(3, "a", 0), (4, "a", 0)]
-    assert got == {("a", 0): (2, 3.0, 1.25, 1.5, 2), ("a", 1): (1, 32.0, 9.0, 9.0, None),
-                   ("b", 0): (1, 16.0, 1.9, 1.9, None)}
+    got, late = run_live(events, [0.43, 0.58, 0.86], 1.0)  # batches: rows 0-2, row 3, rows 4-5, row 6
+    assert late == [(4, "a", None)]
+    assert got == {("a", 0): (2, 3.0, 1.25, 1.5, 2), ("a", 1): (1, 4.0, 2.25, 2.25, None),
+                   ("a", 2): (1, 32.0, 9.0, 9.0, None), ("b", 0): (1, 16.0, 1.9, 1.9, None)}
     assert (got, late) == simulate(events, Fraction(1))
 
 

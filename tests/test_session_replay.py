@@ -1,7 +1,8 @@
 """Replay of session windows against a plain-Python streaming simulator that re-sessionizes
-the accepted tuples with the brute-force oracle at every event (sessions that touch merge: a
-tuple at ``last + g`` joins, and a punctuation completes a session once its bound passes
-``last + g``), and against Spark's own streaming session tests."""
+the accepted tuples of the kept sessions with the brute-force oracle at every event (sessions
+that touch merge: a tuple at ``last + g`` joins, and a punctuation completes a session once its
+bound passes ``last + g``; a session is forgotten once it passes ``last + g + L``, Flink's
+cleanup), and against Spark's own streaming session tests."""
 
 from __future__ import annotations
 
@@ -47,11 +48,7 @@ def simulate(rows, puncts, gap: Fraction):
                 bound[k] = max(bound.get(k, e["x"]), e["x"])
                 close(k, row_num)
             continue
-        k, x = e["k"], seconds(e["x"])
-        hit = [w for start, end, w, _ in frozen[k] if start - gap <= x <= end]
-        if hit:
-            late.update((row_num, w) for w in hit)
-            continue
+        k, x = e["k"], seconds(e["x"])  # the emitted (frozen) sessions are forgotten
         run = next(run for _, _, run in sessions(open_rows(k) + [e], gap, "x") if e in run)
         if len(run) == 1 and k in bound and x + gap < bound[k]:
             late.add((row_num, None))
@@ -72,14 +69,15 @@ def run(spark, rows, puncts, gap):
     return results, late
 
 
-def test_a_tuple_bridging_two_emitted_sessions_is_late_for_both(spark):
-    """g = 3: sessions {1} (ends 4) and {6} (ends 9) emitted at the punctuation 20; then 3.5
-    touches both (6 - 3 <= 3.5 <= 4): late with ids 0 and 1. 30 opens session 2."""
+def test_a_tuple_bridging_two_forgotten_sessions_is_late_with_no_id(spark):
+    """g = 3: sessions {1} (ends 4) and {6} (ends 9) emitted and forgotten at the punctuation
+    20; then 3.5 would bridge them (6 - 3 <= 3.5 <= 4), but its own session would end at 6.5 <
+    20: late, no id. 30 opens session 2."""
     rows = [{"row_num": i, "k": "a", "x": x, "v": 1} for i, x in [(0, 1.0), (1, 6.0), (3, 3.5), (4, 30.0)]]
     puncts = [{"row_num": 2, "k": None, "x": 20.0}]
     results, late = run(spark, rows, puncts, 3)
     assert results == {("a", 0, 1, 1, 2), ("a", 1, 1, 1, 2), ("a", 2, 1, 1, None)}
-    assert late == {(3, 0), (3, 1)}
+    assert late == {(3, None)}
     assert (results, late) == simulate(rows, puncts, Fraction(3))
 
 
@@ -108,7 +106,7 @@ def test_replay_matches_the_streaming_simulator_and_conserves(spark):
     results, late = run(spark, rows, puncts, 2.5)
     expected = simulate(rows, puncts, Fraction(5, 2))
     assert (results, late) == expected
-    assert late and any(w is None for _, w in late) and any(n > 1 for *_, n, _, _ in results)
+    assert late and all(w is None for _, w in late) and any(n > 1 for *_, n, _, _ in results)
     for k in "abc":  # conservation: emitted count + late tuples = the key's tuples
         emitted = sum(n for key, _, n, _, _ in results if key == k)
         lost = {r for r, _ in late} & {t["row_num"] for t in rows if t["k"] == k}
@@ -127,9 +125,9 @@ def simulate_lateness(rows, puncts, gap: Fraction, lateness: Fraction):
     """Allowed lateness by re-sessionizing the accepted tuples with the oracle at every event:
     results ``(k, wid, revision, n, sum v, emit_row)`` (a retired id's last row: n 0, sum None),
     late ``(row_num, wid)``. An emission is remembered by its tuples; a session (oracle run) is
-    closed while it equals its last emission, purged when also ``last + g + L < B``; the runs a
-    new tuple joins keep the least id, the others retire; a run complete by then (``last + g < B``)
-    is emitted at once."""
+    closed while it equals its last emission, forgotten (its tuples leave ``accepted``) when also
+    ``last + g + L < B``; the runs a new tuple joins keep the least id, the others retire; a run
+    complete by then (``last + g < B``) is emitted at once."""
     events = sorted([(t["row_num"], 0, t) for t in rows] + [(p["row_num"], 1, p) for p in puncts],
                     key=lambda e: e[:2])
     keys = sorted({t["k"] for t in rows})
@@ -164,14 +162,14 @@ def simulate_lateness(rows, puncts, gap: Fraction, lateness: Fraction):
                 for run in sorted(runs(k), key=lambda r: seconds(r[0]["x"])):
                     if not closed(k, run) and end(run) < bound[k]:
                         emit(k, run, row_num)
+                gone = {u["row_num"] for run in runs(k) if closed(k, run) and end(run) + lateness < bound[k]
+                        for u in run}
+                accepted[k] = [u for u in accepted[k] if u["row_num"] not in gone]
             continue
         k = e["k"]
         joined = next(run for run in runs(k, [e]) if e in run)
         before = [run for run in runs(k) if all(u in joined for u in run)]
         b = bound.get(k)
-        if any(closed(k, run) and b is not None and end(run) + lateness < b for run in before):
-            late.update((row_num, w) for run in before for w in ids_in(k, run))
-            continue
         if not before and b is not None and seconds(e["x"]) + gap + lateness < b:
             late.add((row_num, None))
             continue
@@ -202,8 +200,9 @@ def test_allowed_lateness_extends_and_merges_emitted_sessions(spark):
     3.5 (row 3) bridges them: 4 + 7 is not below 10, so session 0 becomes {1, 3.5, 6} (ends 9),
     complete already: revision 1 with 3 tuples, and id 1 retires (revision 1, empty). 8.5 (row 5,
     bound 11) extends session 0 to end at 11.5, open again: revision 2 at the bound 20 (row 6).
-    0 (row 7) touches session 0, purged (11.5 + 7 < 20): late. 15 (row 9) touches nothing and
-    15 + 3 < 20 <= 15 + 3 + 7: a new session (id 2), emitted on arrival."""
+    0 (row 7) touches only session 0, forgotten (11.5 + 7 < 20), and its own would end at
+    3 + 7 < 20: late, no id. 15 (row 9) touches nothing and 15 + 3 < 20 <= 15 + 3 + 7: a new
+    session (id 2), emitted on arrival."""
     rows = [{"row_num": i, "k": "a", "x": x, "v": 1}
             for i, x in [(0, 1.0), (1, 6.0), (3, 3.5), (5, 8.5), (7, 0.0), (9, 15.0)]]
     puncts = [{"row_num": 2, "k": None, "x": 10.0}, {"row_num": 4, "k": None, "x": 11.0},
@@ -211,7 +210,7 @@ def test_allowed_lateness_extends_and_merges_emitted_sessions(spark):
     results, late = lateness_run(spark, rows, puncts, 3, 7)
     assert results == {("a", 0, 0, 1, 1, 2), ("a", 1, 0, 1, 1, 2), ("a", 0, 1, 3, 3, 3), ("a", 1, 1, 0, None, 3),
                        ("a", 0, 2, 4, 4, 6), ("a", 2, 0, 1, 1, 9)}
-    assert late == {(7, 0)}
+    assert late == {(7, None)}
     assert (results, late) == simulate_lateness(rows, puncts, Fraction(3), Fraction(7))
 
 
