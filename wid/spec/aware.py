@@ -266,8 +266,9 @@ class Session(WindowSpec):
         return session_bucket_sql(source, df, self)
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """Sessions closed on punctuation, late tuples with the ids they touch, sessions a tuple
-        within ``allowed_lateness`` changes re-emitted (:mod:`wid.stream.session_replay`)."""
+        """Sessions closed on punctuation and forgotten past ``end + allowed_lateness`` (Flink's
+        cleanup), late tuples (no id), sessions a tuple within it changes re-emitted
+        (:mod:`wid.stream.session_replay`)."""
         from wid.stream.session_replay import replay
 
         return replay(compiled, punctuation, allowed_lateness)
