@@ -21,8 +21,8 @@ from pyspark import cloudpickle
 from pyspark.sql.types import LongType, StructField, StructType
 
 from wid.spec.base import WindowSpec
-from wid.stream.live_processor import VALUE, Stateful
-from wid.stream.live_state import PaneProcessor
+from wid.stream.live.processor import VALUE, Stateful
+from wid.stream.live.state import PaneProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "wid"
@@ -162,7 +162,7 @@ def test_no_module_outside_spec_switches_on_the_window_kind():
 
 def test_the_spec_never_imports_a_later_stage_at_import_time():
     graph = module_graph(MODULES)
-    later = ("wid.bucket", "wid.aggregate", "wid.stream", "wid.compiler", "wid.sql")
+    later = ("wid.bucket", "wid.aggregate", "wid.stream", "wid.compiler.query", "wid.sql.views")
     assert {m: sorted(t for t in ts if t.startswith(later)) for m, ts in graph.items() if m.startswith("wid.spec")} \
         == {m: [] for m in graph if m.startswith("wid.spec")}
 
@@ -197,7 +197,7 @@ def test_the_checks_find_what_they_look_for():
 
 
 class _Step(PaneProcessor):
-    """A step whose unpickling would load the engine (:mod:`wid.stream.live_state`, pandas)."""
+    """A step whose unpickling would load the engine (:mod:`wid.stream.live.state`, pandas)."""
 
     def __init__(self) -> None:  # no layout needed: only its state variables are read
         pass
@@ -211,7 +211,7 @@ def test_spark_reads_a_live_processors_state_schemas_without_loading_the_engine(
     pickled.write_bytes(cloudpickle.dumps(Stateful(_Step())))
     probe = (f"import pickle, sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); "
              f"p = pickle.loads(open({str(pickled)!r}, 'rb').read()); "
-             "print(sorted(p.variables), [m for m in ('pandas', 'numpy', 'wid.stream.live_state', 'wid.compiler') "
-             "if m in sys.modules])")
+             "print(sorted(p.variables), [m for m in ('pandas', 'numpy', 'wid.stream.live.state', "
+             "'wid.compiler.query') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["['seen']", "[]"]

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from tests.operational_sim import simulate, simulate_flink
 from wid.bucket.clock import T
-from wid.bucket.flink_scan import Buffers
+from wid.bucket.flink.scan import Buffers
 from wid.bucket.positions import LiveScan
-from wid.bucket.spl_scan import Scanner
+from wid.bucket.spl.scan import Scanner
 from wid.errors import WidError
 from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                             PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)

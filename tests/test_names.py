@@ -23,10 +23,10 @@ from wid import punctuate
 from wid.spec.spl import Sliding, Tumbling
 from wid.spec.spl_clause import parse_spl
 from wid.spec.sqlexpr import quote
-from wid.stream import live_run
-from wid.stream.live import live
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
 from wid.stream.replay import replay
-from wid.compiler import query
+from wid.compiler.query import query
 from wid.errors import WidError
 
 from live_jobs import run_in_waves

@@ -13,7 +13,7 @@ from tests.operational_sim import aggregate, simulate
 
 import wid
 from wid.errors import WidError
-from wid.bucket.spl import compiled, operational_bucket, path
+from wid.bucket.spl.bucket import compiled, operational_bucket, path
 from wid.bucket.positions import beyond
 from wid.spec.spl import Count, PartitionAge, PartitionCount, Sliding, Tumbling, TupleCount
 from wid.spec.spl_clause import parse_spl

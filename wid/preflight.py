@@ -15,7 +15,7 @@ from sqlglot.errors import ParseError
 from wid.errors import WidError
 from wid.spec.base import WindowSpec
 from wid.spec.clause import parse_window
-from wid.text import RESERVED, WindowQuery
+from wid.compiler.text import RESERVED, WindowQuery
 
 
 def preflight(text: str, columns: Sequence[str] | None, view: str, window: WindowSpec | None = None,

@@ -147,7 +147,7 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
 def live_bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or NaN
     attribute fails the query); which tuples define windows, and each window's members, come in
-    the stateful step (:mod:`wid.stream.live_fca`) as tuples arrive.
+    the stateful step (:mod:`wid.stream.live.fca`) as tuples arrive.
 
     >>> t = spark.sql("SELECT 7L AS row_num, TIMESTAMP'1970-01-01 00:00:02.5' AS t")
     >>> live_bucket(t, SlideByTuple(1, "t")).select("wid_x", "wid_lo", "wid_hi").first()

@@ -219,7 +219,7 @@ class LiveScanner(Protocol):
     still held first, then the batch's, in ``row_num`` order), resumable: live mode's stateful
     step. ``fired`` and ``members``: each window it fired and that window's tuples (indices).
 
-    >>> from wid.bucket.spl_scan import Scanner as Spl
+    >>> from wid.bucket.spl.scan import Scanner as Spl
     >>> from wid.spec.spl import Count, Tumbling
     >>> first = Spl(Tumbling(eviction=Count(2)), pd.DataFrame({"row_num": [0, 1, 2]}), 1, members=True)
     >>> first.advance(0); values, held = first.state(); first.fired, held  # row 2 waits in the buffer
@@ -253,7 +253,7 @@ class LiveScan:
     (none: one bucket scans the stream); ``keys``: the columns whose values key its buffers.
 
     >>> from functools import partial
-    >>> from wid.bucket.spl_scan import Scanner as Spl
+    >>> from wid.bucket.spl.scan import Scanner as Spl
     >>> from wid.spec.spl import Count, Tumbling
     >>> live = LiveScan(partial(Spl, Tumbling(("g",), eviction=Count(2)), scale=1, members=True), (), ("g",), ("g",))
     >>> run = live.scanner(pd.DataFrame({"row_num": [0, 1, 2, 3], "g": [2.5, None, 2.5, np.nan]})); run.advance(0)

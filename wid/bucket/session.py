@@ -184,7 +184,7 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or
     NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
-    stateful step as tuples arrive (:mod:`wid.stream.live_sessions`).
+    stateful step as tuples arrive (:mod:`wid.stream.live.sessions.steps`).
 
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()

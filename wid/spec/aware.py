@@ -103,7 +103,7 @@ class SlideByTuple(WindowSpec):
 
     @property
     def live(self) -> bool:
-        """Live mode rescans the stream so far (:mod:`wid.stream.live_fca`); not by rank: which
+        """Live mode rescans the stream so far (:mod:`wid.stream.live.fca`); not by rank: which
         values are every n-th in ``a`` order changes with each tuple until the stream ends."""
         return not self.ranked
 
@@ -119,8 +119,8 @@ class SlideByTuple(WindowSpec):
         return live_bucket(df, self)
 
     def live_step(self, compiled):
-        """Replay's scan over the stream so far (:class:`wid.stream.live_fca.SlideStep`)."""
-        from wid.stream.live_fca import SlideStep
+        """Replay's scan over the stream so far (:class:`wid.stream.live.fca.SlideStep`)."""
+        from wid.stream.live.fca import SlideStep
 
         return SlideStep.of(compiled)
 
@@ -182,7 +182,7 @@ class Session(WindowSpec):
     extent_columns: ClassVar[tuple[str, ...]] = ("session_start", "session_end")
     #: A session ends at ``last a + g``, not on a grid: punctuation bounds stay the stored values.
     floors: ClassVar[bool] = False
-    #: Live mode forms sessions per key in its stateful step (:mod:`wid.stream.live_sessions`).
+    #: Live mode forms sessions per key in its stateful step (:mod:`wid.stream.live.sessions.steps`).
     live: ClassVar[bool] = True
     unfinished: ClassVar[bool] = True
     #: A tuple WHERE drops takes no part (as ``df.where(...).groupBy(session_window(...))``):

@@ -201,7 +201,7 @@ class WindowSpec(ABC):
             if self.positional else None
 
     def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.CompiledQuery` of this kind)
+        """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.query.CompiledQuery` of this kind)
         under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
         raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
                        f"not {type(self).__name__}")
@@ -209,7 +209,7 @@ class WindowSpec(ABC):
 
     @property
     def live(self) -> bool:
-        """Live mode (:mod:`wid.stream.live`) can hold this kind's panes: a tuple's ids are a
+        """Live mode (:mod:`wid.stream.live.job`) can hold this kind's panes: a tuple's ids are a
         formula of its own value (or, for ROWS windows, of its arrival position, counted as
         tuples come), an open upper end closed at the end of the stream; or sessions, formed
         per key as tuples come; or SPL and Flink windows, whose buffers it scans as tuples come."""
@@ -233,7 +233,7 @@ class WindowSpec(ABC):
 
     def live_step(self, compiled):
         """Live mode: a stateful step of this kind's own, run over :meth:`live_bucket`'s tuples in
-        one bucket (slide-by-tuple windows: :class:`wid.stream.live_fca.SlideStep`); None: the
+        one bucket (slide-by-tuple windows: :class:`wid.stream.live.fca.SlideStep`); None: the
         pane step, or :meth:`live_scan`'s or :meth:`sessions`'."""
         return None
 

@@ -236,7 +236,7 @@ class Discretization(Operational):
     per_group: tuple[str, ...] = ()
     ts: str = "arrival_ts"
     wattr: str = field(default="row_num", init=False)
-    bucket_module: ClassVar[str] = "wid.bucket.flink"
+    bucket_module: ClassVar[str] = "wid.bucket.flink.bucket"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "triggers", tuple(self.triggers))
@@ -253,7 +253,7 @@ class Discretization(Operational):
 
     def bucket(self, df: DataFrame) -> DataFrame:
         """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""
-        from wid.bucket.flink import flink_bucket
+        from wid.bucket.flink.bucket import flink_bucket
 
         return flink_bucket(df, self)
 
@@ -267,8 +267,8 @@ class Discretization(Operational):
                 "view instead (wid.query(spark, text, window).createOrReplaceTempView(name))")
 
     def bucket_sql(self, source: str, df: DataFrame) -> str:
-        """The ``columns`` path as SQL; the other paths refuse (:func:`wid.bucket.flink.flink_bucket_sql`)."""
-        from wid.bucket.flink import flink_bucket_sql
+        """The ``columns`` path as SQL; the other paths refuse (:func:`wid.bucket.flink.bucket.flink_bucket_sql`)."""
+        from wid.bucket.flink.bucket import flink_bucket_sql
 
         return flink_bucket_sql(source, df, self)
 

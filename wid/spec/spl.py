@@ -179,29 +179,29 @@ class SplWindow(Operational):
     partition_eviction: PartitionEviction | None = None
     wattr: ClassVar[str] = "row_num"
     sliding: ClassVar[bool] = False
-    bucket_module: ClassVar[str] = "wid.bucket.spl"
+    bucket_module: ClassVar[str] = "wid.bucket.spl.bucket"
 
     @property
     def partition(self) -> tuple[str, ...]:
         return self.partition_by
 
     def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket (:mod:`wid.bucket.spl`): each tuple's range of triggers, from its insertion to its eviction."""
-        from wid.bucket.spl import operational_bucket
+        """Bucket (:mod:`wid.bucket.spl.bucket`): each tuple's range of triggers, from its insertion to its eviction."""
+        from wid.bucket.spl.bucket import operational_bucket
 
         return operational_bucket(df, self)
 
     @property
     def sql_refusal(self) -> str | None:
-        """Delta policies and partition eviction (:func:`wid.bucket.spl.sql_refusal`)."""
-        from wid.bucket.spl import sql_refusal
+        """Delta policies and partition eviction (:func:`wid.bucket.spl.bucket.sql_refusal`)."""
+        from wid.bucket.spl.bucket import sql_refusal
 
         return sql_refusal(self)
 
     def bucket_sql(self, source: str, df: DataFrame) -> str:
         """The ``columns`` path as SQL; delta policies and partition eviction refuse
-        (:func:`wid.bucket.spl.operational_bucket_sql`)."""
-        from wid.bucket.spl import operational_bucket_sql
+        (:func:`wid.bucket.spl.bucket.operational_bucket_sql`)."""
+        from wid.bucket.spl.bucket import operational_bucket_sql
 
         return operational_bucket_sql(source, df, self)
 

@@ -3,7 +3,7 @@ per key partition, its tuples and punctuations in arrival order through the pape
 bins (:class:`wid.aggregate.bins.Bins`): processtuple, processpunctuation (emit, then purge),
 revisions within the allowed lateness, and one row per dropped (tuple, window) contribution.
 Arrow, numpy and pandas (the punctuations) only; the module doc of :mod:`wid.stream.fca_replay`
-states the semantics. Live mode (:mod:`wid.stream.live_fca`) runs :func:`elements_scanner` over
+states the semantics. Live mode (:mod:`wid.stream.live.fca`) runs :func:`elements_scanner` over
 the stream so far.
 """
 

@@ -98,7 +98,7 @@ class Embedded(Generator):
     On the view ``readings`` of :func:`wid.query`'s example, the bound ``ts = 4`` closes the windows
     ``[2w, 2w + 2)`` up to 1, for every key; ``ts = 6``, those up to 2 for key ``b``:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> bounds = spark.createDataFrame([(1, None, 4.0), (2, "b", 6.0)], "row_num long, k string, ts double")
     >>> punctuations = embedded(bounds).punctuations(compiled)
@@ -157,7 +157,7 @@ class Slack(Generator):
     On the view ``readings`` of :func:`wid.query`'s example (``ts`` 1, 4, 2.5, 9: bounds 0, 3, 3, 8),
     the largest window ``[2w, 2w + 2)`` closed after each row:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(slack(1).punctuations(compiled).frame.collect())]
     [(0, -1), (1, 0), (2, 0), (3, 3)]
@@ -199,7 +199,7 @@ class Heartbeat(Generator):
     On the view ``readings`` of :func:`wid.query`'s example (``arrival_ts`` 1.5, 4.5, 5.0, 9.5: the
     last ticks 0, 4, 4, 8), the largest window ``[2w, 2w + 2)`` closed after each row:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(heartbeat(2, skew=0).punctuations(compiled).frame.collect())]
     [(0, -1), (1, 1), (2, 1), (3, 3)]
@@ -254,7 +254,7 @@ class OrderedBy(Generator):
     On the view ``readings`` of :func:`wid.query`'s example, each reading closes its key's windows
     ``[2w, 2w + 2)`` that end at or before its ``ts``:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(ordered_by("k").punctuations(compiled).frame.collect())]
     [(0, 'a', -1), (1, 'a', 1), (2, 'b', 0), (3, 'a', 3)]

@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
-from wid.analysis import analysis_errors
-from wid.compiler import CompiledQuery, compile_query, resolved
+from wid.compiler.analysis import analysis_errors
+from wid.compiler.query import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number, non_negative
 from wid.spec.base import WindowSpec
 from wid.spec.sqlexpr import column
 from wid.stream.punctuation import Generator, checked
-from wid.text import WindowQuery
+from wid.compiler.text import WindowQuery
 
 
 @dataclass

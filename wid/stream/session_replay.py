@@ -59,7 +59,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     allowed lateness of 1 takes it (3.5 + 1 is not below 4): its session, complete already, is
     emitted on its arrival:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [SESSION 1 WATTR ts] GROUP BY k")
     >>> results, late = replay(compiled, wid.punctuate.slack(0))
     >>> sorted(tuple(r) for r in results.select("k", "wid", "session_start", "session_end", "emit_row").collect())
