@@ -20,8 +20,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, LongType
 
 from wid.aggregate.partials import Aggregate, numeric_arguments
-from wid.compiler.analysis import analysis_errors
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
+from wid.bucket.kinds import bucket
+from wid.compiler import kinds
+from wid.compiler.analysis import analysis_errors
 from wid.errors import WidError
 from wid.spec.clause import parse_window
 from wid.spec.sqlexpr import Expr, Sql, column, column_name, null_like, quote
@@ -123,7 +125,7 @@ class CompiledQuery:
 
     def result(self) -> DataFrame:
         """Exact results: every extent closed, nothing dropped."""
-        return self.finish(self.spec.aggregate(self.tagged, self.keys, self.aggregates))
+        return self.finish(kinds.aggregate(self.spec, self.tagged, self.keys, self.aggregates))
 
 
 def sort_item(item: str) -> tuple[str, str]:
@@ -183,9 +185,9 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
                        "with wid.arrival(df, by=...) (or --arrival on the command line)")
     where = F.expr(parsed.where) if parsed.where else None
     first = where is not None and spec.where_first  # a tuple WHERE drops never reaches Bucket (nor its checks)
-    tagged = spec.bucket(source.where(where) if first else source)
+    tagged = bucket(spec, source.where(where) if first else source)
     if where is not None and not first:
-        tagged = spec.where(tagged, where)
+        tagged = kinds.where(spec, tagged, where)
 
     derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column

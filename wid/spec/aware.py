@@ -8,10 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from fractions import Fraction
 from typing import ClassVar
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, exact, positive, whole
@@ -56,51 +55,6 @@ class SlideByTuple(WindowSpec):
         so for FCA windows ``wid_closed`` is strict: a punctuation closes every ``w < wid_closed``."""
         return bound
 
-    def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket (:mod:`wid.bucket.fca`): ``wid_lo = x``, ``wid_hi`` the end ``x + r`` and whether
-        the tuple defines a window; the ids are the windows' values, so no tuple is dropped."""
-        from wid.bucket.fca import bucket
-
-        return bucket(df, self)
-
-    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        """A tuple failing WHERE still defines its window: it is marked (``wid_in``), not dropped."""
-        from wid.bucket.columns import WID_IN
-
-        return tagged.withColumn(WID_IN, condition)
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        from wid.bucket.fca import bucket_sql
-
-        return bucket_sql(source, df, self)
-
-    def where_sql(self, tagged: str, condition: str) -> str:
-        from wid.bucket.columns import WID_IN
-
-        return f"SELECT *, {condition} AS {WID_IN} FROM ({tagged})"
-
-    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
-        """The plain SQL formulation (:func:`wid.aggregate.joined.joined_sql`), ``wid`` a value of
-        the rattr's type."""
-        from wid.aggregate.joined import joined_sql
-        from wid.bucket.fca import units
-
-        return joined_sql(tagged, *units(df, self), keys, aggregates, where)
-
-    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
-        """The FCA bins (:mod:`wid.aggregate.fca`): each window's partial is read once every tuple is in."""
-        from wid.aggregate.fca import aggregate
-        from wid.bucket.fca import units
-
-        return aggregate(tagged, *units(tagged, self), keys, aggregates)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The bins emitted and purged on punctuation, revised by tuples within ``allowed_lateness``
-        (:mod:`wid.stream.fca_replay`)."""
-        from wid.stream.fca_replay import replay
-
-        return replay(compiled, punctuation, allowed_lateness)
-
     @property
     def live(self) -> bool:
         """Live mode rescans the stream so far (:mod:`wid.stream.live.fca`); not by rank: which
@@ -111,19 +65,6 @@ class SlideByTuple(WindowSpec):
     def unfinished(self) -> bool:
         """Which tuples define windows (FCB: arrival positions) is decided in live mode's step."""
         return True
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """``wid_x`` only (:func:`wid.bucket.fca.live_bucket`)."""
-        from wid.bucket.fca import live_bucket
-
-        return live_bucket(df, self)
-
-    def live_step(self, compiled):
-        """Replay's scan over the stream so far (:class:`wid.stream.live.fca.SlideStep`)."""
-        from wid.stream.live.fca import SlideStep
-
-        return SlideStep.of(compiled)
-
 
 @dataclass(frozen=True)
 class SlideByRows(SlideByTuple):
@@ -228,46 +169,3 @@ class Session(WindowSpec):
     def scaled(self, factor: int) -> Session:
         product = exact(self.gap) * factor
         return replace(self, gap=int(product) if product.denominator == 1 else float(product))
-
-    def bucket(self, df: DataFrame) -> DataFrame:
-        """Session ids from window functions (:mod:`wid.bucket.session`)."""
-        from wid.bucket.session import session_bucket
-
-        return session_bucket(df, self)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """``wid_x`` only: live mode forms sessions per key as tuples arrive
-        (:func:`wid.bucket.session.live_bucket`)."""
-        from wid.bucket.session import live_bucket
-
-        return live_bucket(df, self)
-
-    def sessions(self, tagged: DataFrame) -> tuple[Fraction, str]:
-        """The gap and the column of exact ``x`` (:func:`wid.bucket.session.gap_in_x`,
-        :func:`~wid.bucket.session.exact_x`)."""
-        from wid.bucket.columns import attribute_type
-        from wid.bucket.session import exact_x, gap_in_x
-
-        dtype = attribute_type(tagged, self.wattr)
-        return gap_in_x(self, dtype), exact_x(self, dtype)
-
-    def live_extents(self, first: Column, last: Column, tagged: DataFrame) -> dict[str, Column]:
-        """``session_start`` and ``session_end`` from a session's least and largest exact ``x``
-        (:func:`wid.bucket.session.extents_of`)."""
-        from wid.bucket.columns import attribute_type
-        from wid.bucket.session import extents_of
-
-        return extents_of(first, last, attribute_type(tagged, self.wattr), self)
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        """The same window functions as SQL (:func:`wid.bucket.session.session_bucket_sql`)."""
-        from wid.bucket.session import session_bucket_sql
-
-        return session_bucket_sql(source, df, self)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """Sessions closed on punctuation, late tuples with the ids they touch, sessions a tuple
-        within ``allowed_lateness`` changes re-emitted (:mod:`wid.stream.session_replay`)."""
-        from wid.stream.session_replay import replay
-
-        return replay(compiled, punctuation, allowed_lateness)

@@ -1,18 +1,15 @@
 """The window kind's base, :class:`WindowSpec`: what every kind states (its attribute, its
-extent) and the stages it knows (Bucket, Aggregate, replay, live mode), each family's code
-imported when called. The kinds: :mod:`wid.spec.windows` (context-free), :mod:`wid.spec.aware`
+extent, the facts the stages plan by); the stages find their own code for it. The kinds: :mod:`wid.spec.windows` (context-free), :mod:`wid.spec.aware`
 (slide-by-tuple, sessions), :mod:`wid.spec.operational` (SPL, Flink).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import fields, is_dataclass, replace
-from fractions import Fraction
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 
 from wid.errors import WidError
 from wid.spec.numbers import LIMIT, Number, clause_number, places, times
@@ -44,14 +41,14 @@ def spelled(item: Any, name: Callable[[str], str]) -> Any:
     return replace(item, **{f.name: one(f.name, getattr(item, f.name)) for f in fields(item) if f.init})
 
 
-class WindowSpec(ABC):
+class WindowSpec:
     """A window kind. ``wattr`` is the attribute whose value ``x`` places a tuple.
 
-    The kind knows its own stages (as Beam's ``WindowFn.assign``): :meth:`bucket` tags the
-    tuples with ranges of window-ids, :meth:`aggregate` turns them into one row per window,
-    :meth:`replay` replays a query under punctuations. Each family's code lives in
-    :mod:`wid.bucket`, :mod:`wid.aggregate` and :mod:`wid.stream`, imported when called:
-    those stages depend on the specs, never the other way round at import time.
+    The kind states what it is (its attribute, extent, numbers, and the facts the stages plan
+    by: :attr:`where_first`, :attr:`span`, :attr:`live`, ...); it knows no stage. Each stage finds
+    its own code for the kind (:mod:`wid.bucket.kinds`, :mod:`wid.compiler.kinds`,
+    :mod:`wid.stream.kinds`, :mod:`wid.stream.live.kinds`): the stages depend on the specs, never
+    the other way round, not even inside a function.
 
     >>> from wid.spec.clause import parse_window
     >>> w = parse_window("RANGE 0.5 SLIDE 0.25 WATTR ts")
@@ -81,7 +78,7 @@ class WindowSpec(ABC):
     #: WHERE runs before Bucket: a kept tuple's window-ids do not depend on the tuples WHERE
     #: drops, so Bucket never reads (nor checks) those. False: Bucket reads every tuple (arrival
     #: positions, window-ids that are tuples' values, the stream's largest window, an operator's
-    #: buffers) and WHERE runs after it (:meth:`where`).
+    #: buffers) and WHERE runs after it (:func:`wid.compiler.kinds.where`).
     where_first: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
@@ -129,34 +126,10 @@ class WindowSpec(ABC):
         """Largest ``|x|`` (in ``x`` units) whose ids and ends stay exact longs."""
         return LIMIT
 
-    @abstractmethod
-    def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket: ``df``'s tuples with ``wid_lo``/``wid_hi``, the windows ``wid_lo <= w <= wid_hi``
-        holding each (tuples in no window are gone)."""
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        """:meth:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
-        columns), for :func:`wid.to_sql`; kinds without a SQL form refuse, naming the alternative."""
-        raise WidError(f"{type(self).__name__} windows are not compiled to SQL: use a temporary view instead "
-                       "(wid.create_view, or CREATE TEMP VIEW v AS <query> through wid.run_sql / wid sql)")
-
     @property
     def sql_refusal(self) -> str | None:
         """Why :func:`wid.to_sql` refuses this kind (its tagging runs Python), or None: it compiles."""
         return None
-
-    def where_sql(self, tagged: str, condition: str) -> str:
-        """:meth:`where` as SQL over the query ``tagged``."""
-        return f"SELECT * FROM ({tagged}) WHERE {condition}"
-
-    def aggregate_sql(self, tagged: str, df: DataFrame, keys: list[str], aggregates: list, where: bool) -> str:
-        """:meth:`aggregate` as one Spark SQL query over the relation ``tagged`` (SQL text) with
-        ``df``'s columns (the bucketed tuples of :meth:`bucket`, with the query's derived columns);
-        ``where``: the query's WHERE ran after Bucket (:meth:`where_sql`)."""
-        from wid.aggregate.range import range_aggregate_sql
-
-        return range_aggregate_sql(tagged, keys, aggregates, {f.name: f.dataType for f in df.schema.fields},
-                                   self.span, self.width)
 
     @property
     def span(self) -> int | None:
@@ -174,38 +147,12 @@ class WindowSpec(ABC):
         """The window-ids a punctuation at ``bound`` on ``wattr`` closes (see the subclasses)."""
         raise WidError(f"punctuations on wid need a window over a value attribute, not {type(self).__name__}")
 
-    def bucket_punctuations(self, punctuations: DataFrame) -> DataFrame:
-        """Punctuations on ``wattr`` as punctuations on wid: adds ``wid_closed`` (:meth:`closed`)."""
-        from wid.bucket.fcf import bucket_punctuations
-
-        return bucket_punctuations(punctuations, self)
-
-    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        """The query's WHERE on bucketed tuples, for a kind not :attr:`where_first`: only tuples
-        where ``condition`` holds contribute (after Bucket, so a ``ROWS`` window counts the
-        positions of every tuple)."""
-        return tagged.where(condition)
-
-    def aggregate(self, tagged: DataFrame, keys: list[str], aggregates: list) -> DataFrame:
-        """One row per ``(keys, wid)``: the window-agnostic range aggregate (:mod:`wid.aggregate.range`)
-        of ``aggregates`` (:class:`wid.aggregate.partials.Aggregate`)."""
-        from wid.aggregate.range import range_aggregate
-
-        return range_aggregate(tagged, keys, aggregates, self.span, self.width)
-
     @property
     def refuses_punctuation(self) -> str | None:
         """Why this kind takes no punctuation generator, as the error to raise (a ROWS window's
         punctuations are implied by arrival order); None: it takes one."""
         return "punctuations on a ROWS window are implied by arrival order; pass punctuation=None" \
             if self.positional else None
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """``(results, late)`` of ``compiled`` (a :class:`wid.compiler.query.CompiledQuery` of this kind)
-        under ``punctuation`` (see :func:`wid.stream.replay.replay`)."""
-        raise WidError("replay supports sliding, tumbling, landmark, session and slide-by-tuple windows, "
-                       f"not {type(self).__name__}")
-
 
     @property
     def live(self) -> bool:
@@ -217,27 +164,5 @@ class WindowSpec(ABC):
 
     @property
     def unfinished(self) -> bool:
-        """Live mode's Bucket leaves some ids to its stateful step (:meth:`live_bucket`)."""
+        """Live mode's Bucket leaves some ids to its stateful step (:func:`wid.bucket.kinds.live_bucket`)."""
         return self.positional or self.open_end
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket on a stream that has not ended, for an :attr:`unfinished` kind: what the tuple
-        alone gives (see the subclasses)."""
-        raise WidError(f"live mode does not support {type(self).__name__} windows")
-
-    def live_scan(self, df: DataFrame):
-        """Live mode: the event-by-event scan (a :class:`wid.bucket.positions.LiveScan`) its
-        stateful step runs over :meth:`live_bucket` of ``df`` (operational windows: they fire as
-        the operator's buffers do); None: the step keeps panes of the tuples' ranges."""
-        return None
-
-    def live_step(self, compiled):
-        """Live mode: a stateful step of this kind's own, run over :meth:`live_bucket`'s tuples in
-        one bucket (slide-by-tuple windows: :class:`wid.stream.live.fca.SlideStep`); None: the
-        pane step, or :meth:`live_scan`'s or :meth:`sessions`'."""
-        return None
-
-    def sessions(self, tagged: DataFrame) -> tuple[Fraction, str] | None:
-        """Live mode: ``(gap, column of exact x)`` of ``tagged`` (:meth:`live_bucket`'s output)
-        when its stateful step forms this kind's windows as sessions per key; None: ranges."""
-        return None

@@ -20,9 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
-
-from pyspark.sql import DataFrame
+from typing import Any, Literal
 
 from wid.errors import WidError
 from wid.spec.numbers import non_negative, period, positive_whole
@@ -236,7 +234,6 @@ class Discretization(Operational):
     per_group: tuple[str, ...] = ()
     ts: str = "arrival_ts"
     wattr: str = field(default="row_num", init=False)
-    bucket_module: ClassVar[str] = "wid.bucket.flink.bucket"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "triggers", tuple(self.triggers))
@@ -251,12 +248,6 @@ class Discretization(Operational):
                     raise WidError(f"{role} policies are {', '.join(c.__name__ for c in kinds.values())}, "
                                    f"got {policy!r}")
 
-    def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket (:mod:`wid.bucket.flink`): each item's range of emissions, from its insertion to its eviction."""
-        from wid.bucket.flink.bucket import flink_bucket
-
-        return flink_bucket(df, self)
-
     @property
     def sql_refusal(self) -> str | None:
         """Off the ``columns`` path the items are tagged in Python."""
@@ -265,12 +256,6 @@ class Discretization(Operational):
         return (f"this Flink discretization takes the {self.path} path, not compiled to SQL: its items are tagged "
                 "in Python (trigger and eviction positions per buffer, or an event-by-event scan); use a temporary "
                 "view instead (wid.query(spark, text, window).createOrReplaceTempView(name))")
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        """The ``columns`` path as SQL; the other paths refuse (:func:`wid.bucket.flink.bucket.flink_bucket_sql`)."""
-        from wid.bucket.flink.bucket import flink_bucket_sql
-
-        return flink_bucket_sql(source, df, self)
 
     @property
     def partition(self) -> tuple[str, ...]:

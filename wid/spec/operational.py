@@ -3,20 +3,16 @@ discretizations: :mod:`wid.spec.flink`): the window-ids number the emissions of 
 
 from __future__ import annotations
 
-import importlib
 from typing import ClassVar
 
-from pyspark.sql import DataFrame
-
-from wid.spec.numbers import Number
 from wid.spec.base import WindowSpec
 
 
 class Operational(WindowSpec):
     """Operational windows (SPL, Flink): the window-ids number the triggers (emissions) of FIFO
     buffers in arrival order (``row_num``), the same in any unit of the attributes. Each kind's
-    Bucket module (:attr:`bucket_module`) gives its replay's firings (``fired``) and live mode's
-    scan (``live_bucket``, ``live_scan``).
+    Bucket module (:mod:`wid.bucket.spl`, :mod:`wid.bucket.flink`) also gives its replay's firings
+    and live mode's scan.
 
     On the view ``readings`` of :func:`wid.query`'s example, ``[tumbling, count(2) partitioned BY k]``
     numbers each key's flushes from 0: key ``a``'s buffer is full at row 1 (window 0), the end of the
@@ -33,19 +29,7 @@ class Operational(WindowSpec):
     wid.errors.WidError: SPL and Flink windows fire on their own policies in arrival order ... pass punctuation=None
     """
 
-    bucket_module: ClassVar[str]
     reads_arrival: ClassVar[bool] = True
-
-    def _bucket(self):
-        return importlib.import_module(self.bucket_module)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """The scan's inputs (``live_bucket`` of :attr:`bucket_module`)."""
-        return self._bucket().live_bucket(df, self)
-
-    def live_scan(self, df: DataFrame):
-        """The operator's buffers scanned a micro-batch at a time (``live_scan`` of :attr:`bucket_module`)."""
-        return self._bucket().live_scan(df, self)
 
     @property
     def refuses_punctuation(self) -> str:
@@ -53,16 +37,9 @@ class Operational(WindowSpec):
         return ("SPL and Flink windows fire on their own policies in arrival order (punct() and punctuation "
                 "policies read the stream's marker rows); pass punctuation=None")
 
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        """The operator's emissions, each with the arrival that fired it (:mod:`wid.stream.operational_replay`)."""
-        from wid.stream.operational_replay import replay
-
-        fired = self._bucket().fired
-        return replay(compiled, punctuation, allowed_lateness, lambda stream: fired(stream, self))
-
     @property
     def live(self) -> bool:
-        """Live mode scans the buffers as tuples come (:meth:`live_scan`)."""
+        """Live mode scans the buffers as tuples come (:func:`wid.stream.live.kinds.live_scan`)."""
         return True
 
     @property

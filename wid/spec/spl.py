@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pyspark.sql import DataFrame
-
 from wid.errors import WidError
 from wid.spec.numbers import non_negative, period, positive_whole
 from wid.spec.operational import Operational
@@ -179,31 +177,38 @@ class SplWindow(Operational):
     partition_eviction: PartitionEviction | None = None
     wattr: ClassVar[str] = "row_num"
     sliding: ClassVar[bool] = False
-    bucket_module: ClassVar[str] = "wid.bucket.spl.bucket"
 
     @property
     def partition(self) -> tuple[str, ...]:
         return self.partition_by
 
-    def bucket(self, df: DataFrame) -> DataFrame:
-        """Bucket (:mod:`wid.bucket.spl.bucket`): each tuple's range of triggers, from its insertion to its eviction."""
-        from wid.bucket.spl.bucket import operational_bucket
+    @property
+    def compiles(self) -> bool:
+        """Whether the window takes the ``columns`` path on any data (no delta policy, no partition
+        eviction): the SPL windows :func:`wid.to_sql` compiles.
 
-        return operational_bucket(df, self)
+        >>> Sliding(eviction=Count(4), trigger=Time(2.0)).compiles, Tumbling(eviction=Delta("ts", 1.5)).compiles
+        (True, False)
+        >>> Tumbling(eviction=Count(2), partition_by=("k",), partition_eviction=PartitionCount(1)).compiles
+        False
+        """
+        return self.partition_eviction is None and not any(isinstance(p, Delta) for p in self.policies)
 
     @property
     def sql_refusal(self) -> str | None:
-        """Delta policies and partition eviction (:func:`wid.bucket.spl.bucket.sql_refusal`)."""
-        from wid.bucket.spl.bucket import sql_refusal
+        """Why :func:`wid.to_sql` refuses the window (off the ``columns`` path), or None.
 
-        return sql_refusal(self)
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        """The ``columns`` path as SQL; delta policies and partition eviction refuse
-        (:func:`wid.bucket.spl.bucket.operational_bucket_sql`)."""
-        from wid.bucket.spl.bucket import operational_bucket_sql
-
-        return operational_bucket_sql(source, df, self)
+        >>> Tumbling(eviction=Count(2)).sql_refusal is None
+        True
+        >>> Tumbling(eviction=Delta("ts", 2.0)).sql_refusal.split(":")[0]
+        'SPL windows with a delta policy or partition eviction are not compiled to SQL'
+        """
+        if self.compiles:
+            return None
+        return ("SPL windows with a delta policy or partition eviction are not compiled to SQL: their tuples are "
+                "tagged in Python (a binary search per partition or an event-by-event scan, chosen on the data); "
+                "use a temporary view instead (wid.create_view, or CREATE TEMP VIEW v AS <query> through "
+                "wid.run_sql / wid sql)")
 
     def _check_partitioning(self) -> None:
         """Each field of its kind (given positionally, the policies would land in ``partition_by``

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 
 from wid.errors import WidError
 from wid.spec.base import WindowSpec
@@ -100,29 +100,6 @@ class ContextFree(WindowSpec):
     @property
     def period(self) -> Number | None:
         return None if self.positional else self.slide
-
-    def bucket(self, df: DataFrame) -> DataFrame:
-        from wid.bucket.fcf import bucket
-
-        return bucket(df, self)
-
-    def live_bucket(self, df: DataFrame) -> DataFrame:
-        """A ROWS window's ids NULL (positions come in live mode's stateful step, as tuples
-        arrive); an open end left open (NULL ``wid_hi``: the end of the stream closes it)."""
-        from wid.bucket.fcf import bucket, unpositioned
-
-        return unpositioned(df, self) if self.positional else bucket(df, self, close_open=False)
-
-    def bucket_sql(self, source: str, df: DataFrame) -> str:
-        from wid.bucket.fcf import bucket_sql
-
-        return bucket_sql(source, df, self)
-
-    def replay(self, compiled, punctuation, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
-        from wid.stream.fcf_replay import replay
-
-        return replay(compiled, punctuation, allowed_lateness)
-
 
 @dataclass(frozen=True)
 class Sliding(ContextFree):

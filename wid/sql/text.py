@@ -20,6 +20,8 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
+from wid.bucket.kinds import bucket_sql
+from wid.compiler.kinds import aggregate_sql, where_sql
 from wid.errors import WidError
 from wid.compiler.query import CompiledQuery, compile_query, resolved, sort_item
 from wid.compiler.text import WindowQuery
@@ -94,13 +96,13 @@ def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = Non
     source = qualified(q.source)
     df = spark.table(source)
     first = bool(q.where) and spec.where_first  # as wid.query: WHERE before Bucket where the kind allows
-    tagged = spec.bucket_sql(f"(SELECT * FROM {source} WHERE {_expr(q.where)})" if first else source, df)
+    tagged = bucket_sql(spec, f"(SELECT * FROM {source} WHERE {_expr(q.where)})" if first else source, df)
     if q.where and not first:
-        tagged = spec.where_sql(tagged, _expr(q.where))
+        tagged = where_sql(spec, tagged, _expr(q.where))
     derived = "".join(f", {_expr(e)} AS {quote(name)}" for name, e in compiled.derived.items())
     tagged = f"(SELECT *{derived} FROM ({tagged}))"
-    aggregated = spec.aggregate_sql(tagged, compiled.tagged, compiled.keys, compiled.aggregates,
-                                    bool(q.where) and not first)
+    aggregated = aggregate_sql(spec, tagged, compiled.tagged, compiled.keys, compiled.aggregates,
+                               bool(q.where) and not first)
     text = finish_sql(compiled, aggregated)
     try:
         spark.sql(text).schema  # noqa: B018 - the generated text resolves (classic and Connect)

@@ -3,7 +3,7 @@ and on which arrival.
 
 Both operators are FIFO buffers fed in ``row_num`` order that fire on their own policies, so
 every window is emitted complete and nothing is ever late: the results are the query's rows
-(:meth:`wid.spec.base.WindowSpec.aggregate`) with ``revision`` 0 and ``emit_row``, the
+(:func:`wid.compiler.kinds.aggregate`) with ``revision`` 0 and ``emit_row``, the
 row_num of the arrival that fired the window (:func:`wid.bucket.spl.bucket.fired`,
 :func:`wid.bucket.flink.bucket.fired`): the tuple (count, delta, passive time policies) or the
 punctuation row (``punct()``, punctuation TPs) whose arrival fired it; for a time tick the
@@ -19,6 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
+from wid.compiler.kinds import aggregate
 from wid.errors import WidError
 from wid.spec.numbers import Number
 from wid.stream.punctuation import Generator
@@ -52,7 +53,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
     partition = list(spec.partition)
     emitted = fired(source).select(*[column(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
                                    column(WID).alias("_wid_fw"), EMIT_ROW)
-    aggregated = spec.aggregate(tagged, compiled.keys, compiled.aggregates)
+    aggregated = aggregate(spec, tagged, compiled.keys, compiled.aggregates)
     match = [column(c).eqNullSafe(column(f"_wid_f{i}")) for i, c in enumerate(partition)]
     results = (aggregated.join(emitted, [*match, column(WID) == column("_wid_fw")], "left")
                .drop(*[f"_wid_f{i}" for i in range(len(partition))], "_wid_fw")

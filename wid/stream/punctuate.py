@@ -31,6 +31,7 @@ from pyspark.sql.types import DataType, NullType, NumericType
 
 from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
                                 time_like)
+from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.spec.numbers import as_number, non_negative, period, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
@@ -139,7 +140,7 @@ class Embedded(Generator):
         frame = in_order(self.frame, "punctuation")
         frame = frame.withColumn(named[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
             F.lit("wid: NULL bound in the punctuation with row_num="), column("row_num").cast("string")))).otherwise(bound))
-        frame = compiled.spec.bucket_punctuations(frame).select(
+        frame = bucket_punctuations(frame, compiled.spec).select(
             column("row_num").cast("long").alias("row_num"),
             *[column(c).cast(types[k]).alias(k) for c, k in keys.items()], WID_CLOSED)
         names = tuple(keys.values())

@@ -1,6 +1,6 @@
 """Batch replay: what a streaming WID query would have emitted, when, and what it missed.
 
-The query's window kind replays itself (:meth:`wid.spec.base.WindowSpec.replay`): FCF
+Each window kind has its replay (:func:`wid.stream.kinds.replay`): FCF
 windows by running maxima of the punctuations (:mod:`wid.stream.fcf_replay`), slide-by-tuple
 windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`), sessions
 by a scan per key (:mod:`wid.stream.session_replay`), SPL and Flink windows by their operator's
@@ -19,6 +19,7 @@ from wid.compiler.query import CompiledQuery, compile_query, resolved
 from wid.spec.numbers import Number, non_negative
 from wid.spec.base import WindowSpec
 from wid.spec.sqlexpr import column
+from wid.stream import kinds
 from wid.stream.punctuation import Generator, checked
 from wid.compiler.text import WindowQuery
 
@@ -94,7 +95,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
         compiled = compile_query(spark, query_text, window, arrival="replay")
         compiled = replace(compiled, tagged=in_order(compiled.tagged))
         punctuation = checked(punctuation, compiled.spec)
-        results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
+        results, late = kinds.replay(compiled.spec, compiled, punctuation, allowed_lateness)
         extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
         late = late.select("*", *[e.alias(name) for e, name in compiled.bounds(column(WID))])  # as results: after wid
     return Replay(resolved(compiled.finish, results, *extra, spark=spark, view=view), late, compiled, punctuation)

@@ -84,36 +84,6 @@ def _kept(spec: SplWindow, named: Named = column) -> list[Step]:
     return [*([] if rows is None else [Keep(rows)]), in_a_window(named)]
 
 
-def compiles(spec: SplWindow) -> bool:
-    """Whether ``spec`` takes the ``columns`` path on any data (no delta policy, no partition
-    eviction): the SPL windows :func:`wid.to_sql` compiles.
-
-    >>> from wid.spec.spl import Count, PartitionCount, Sliding, Tumbling
-    >>> compiles(Sliding(eviction=Count(4), trigger=Time(2.0))), compiles(Tumbling(eviction=Delta("ts", 1.5)))
-    (True, False)
-    >>> compiles(Tumbling(eviction=Count(2), partition_by=("k",), partition_eviction=PartitionCount(1)))
-    False
-    """
-    return spec.partition_eviction is None and not any(isinstance(p, Delta) for p in spec.policies)
-
-
-def sql_refusal(spec: SplWindow) -> str | None:
-    """Why :func:`wid.to_sql` refuses ``spec`` (off the ``columns`` path), or None.
-
-    >>> from wid.spec.spl import Count, Tumbling
-    >>> sql_refusal(Tumbling(eviction=Count(2))) is None
-    True
-    >>> sql_refusal(Tumbling(eviction=Delta("ts", 2.0))).split(":")[0]
-    'SPL windows with a delta policy or partition eviction are not compiled to SQL'
-    """
-    if compiles(spec):
-        return None
-    return ("SPL windows with a delta policy or partition eviction are not compiled to SQL: their tuples are "
-            "tagged in Python (a binary search per partition or an event-by-event scan, chosen on the data); use "
-            "a temporary view instead (wid.create_view, or CREATE TEMP VIEW v AS <query> through wid.run_sql / "
-            "wid sql)")
-
-
 def path(df: DataFrame, spec: SplWindow) -> Path:
     """How ``spec`` tags ``df`` (see the module docstring).
 
@@ -124,7 +94,7 @@ def path(df: DataFrame, spec: SplWindow) -> Path:
     >>> path(df, Tumbling(eviction=Count(2))), path(df, Tumbling(eviction=Delta("ts", 2.0), partition_by=("k",)))
     ('columns', 'chain')
     """
-    if compiles(spec):
+    if spec.compiles:
         return "columns"
     if spec.partition_eviction is not None:
         return "scan"
@@ -183,7 +153,7 @@ def operational_bucket_sql(source: str, df: DataFrame, spec: SplWindow) -> str:
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(text).collect())
     [(0, 0, 1), (1, 1, 2), (2, 2, 3), (3, 3, 3)]
     """
-    refusal = sql_refusal(spec)
+    refusal = spec.sql_refusal
     if refusal:
         raise WidError(refusal)
     _checked(df, spec)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from wid.bucket.kinds import bucket, live_bucket
+from wid.compiler.kinds import where
 from wid.compiler.query import CompiledQuery, compile_query
 from wid.errors import WidError
 from wid.spec.base import WindowSpec
@@ -35,7 +37,7 @@ class Unfinished:
     them, as replay's sessions form from the tuples WHERE keeps.
 
     >>> landmark = Unfinished(parse_window("RANGE UNBOUNDED SLIDE 2 WATTR ts"))
-    >>> tagged = landmark.where(landmark.bucket(spark.table("readings")), F.expr("v > 1"))
+    >>> tagged = where(landmark, bucket(landmark, spark.table("readings")), F.expr("v > 1"))
     >>> [tuple(r) for r in sorted(tagged.select("row_num", "wid_lo", "wid_hi", KEPT).collect())]
     [(0, 0, None, True), (1, 2, None, True), (2, 1, None, False), (3, 4, None, True)]
     """
@@ -53,11 +55,16 @@ class Unfinished:
     def named(self, name: Callable[[str], str]) -> Unfinished:
         return Unfinished(self.spec.named(name))
 
-    def bucket(self, df: DataFrame) -> DataFrame:
-        return self.spec.live_bucket(df).withColumn(KEPT, F.lit(True))
 
-    def where(self, tagged: DataFrame, condition: Column) -> DataFrame:
-        return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
+
+@bucket.register
+def _(spec: Unfinished, df: DataFrame) -> DataFrame:
+    return live_bucket(spec.spec, df).withColumn(KEPT, F.lit(True))
+
+
+@where.register
+def _(spec: Unfinished, tagged: DataFrame, condition: Column) -> DataFrame:
+    return tagged.withColumn(KEPT, F.coalesce(condition, F.lit(False)))
 
 
 def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, window: WindowSpec | None) -> CompiledQuery:

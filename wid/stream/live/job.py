@@ -46,6 +46,7 @@ from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.spec.base import WindowSpec
 from wid.stream.live.compile import compiled_live
+from wid.stream.live.kinds import live_extents, live_scan, live_step, sessions
 from wid.stream.live.input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
 from wid.stream.live.layout import bound_type, layout_of, typed
 from wid.stream.live.nan import nan_counts, nan_final
@@ -106,7 +107,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     compiled = compiled_live(spark, query_text, tuples, window)
     punctuation = checked(punctuation, compiled.spec)
     positional = compiled.spec.positional
-    scan = compiled.spec.live_scan(tuples)
+    scan = live_scan(compiled.spec, tuples)
     if compiled.spec.open_end and punctuation is not None and punctuation.mode == "consistent":
         raise WidError("consistent punctuation drops a late tuple from all its landmark windows, up to the "
                        "stream's last one: unknown while the stream runs (replay it, or use generous mode)")
@@ -119,13 +120,13 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
 
     tagged = compiled.tagged
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
-    sessions = compiled.spec.sessions(tagged)
-    own = compiled.spec.live_step(compiled)  # slide-by-tuple windows: replay's scan, in one bucket
+    formed = sessions(compiled.spec, tagged)
+    own = live_step(compiled.spec, compiled)  # slide-by-tuple windows: replay's scan, in one bucket
     if own is not None:
         buckets = 1
     aggregates = list(compiled.aggregates)
-    if sessions is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
-        aggregates += [Aggregate("_wid_start", "min", sessions[1]), Aggregate("_wid_last", "max", sessions[1])]
+    if formed is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
+        aggregates += [Aggregate("_wid_start", "min", formed[1]), Aggregate("_wid_last", "max", formed[1])]
         tagged = tagged.where(column(KEPT)).drop(KEPT)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
@@ -140,14 +141,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     aggregates[at:at] = counts  # each value's NaNs, counted apart (pandas holds them as NULLs)
     nans = {a.alias: column(a.partials(at + j)[0][0]) for j, a in enumerate(counts)}
     if own is not None:  # its bins hold the counts too
-        own = compiled.spec.live_step(replace(compiled, aggregates=list(aggregates)))
+        own = live_step(compiled.spec, replace(compiled, aggregates=list(aggregates)))
     carried_payload = [*payload, *[nan.flags[c] for c in payload if c in nan.flags]]
     marks = marks.flagged(nan)
     given = marks.given
     if scan is not None:
         scan = replace(scan, nan=NanFlags({c: flag for c, flag in nan.flags.items() if c in scan.keys}))
     kept = KEPT in tagged.columns  # ROWS, landmark and slide-by-tuple windows: tuples WHERE drops still count
-    x = sessions[1] if sessions is not None else WID_X if own is not None else None  # bounds on x, else on ids
+    x = formed[1] if formed is not None else WID_X if own is not None else None  # bounds on x, else on ids
     closed_type = LongType() if x is None else bound_type(tagged, marks, x)
     columns = [StructField(BUCKET, IntegerType()), StructField("row_num", LongType()),
                StructField(KIND, IntegerType()), *typed(tagged.schema, carried),
@@ -180,7 +181,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                                                BUCKET: column(BUCKET), KIND: F.lit(END)}))
     layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
-                     compiled.spec.tag_positions if positional else None, sessions, closed_type,
+                     compiled.spec.tag_positions if positional else None, formed, closed_type,
                      tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     elements, names = PlainNames.of(_union(parts))
@@ -191,13 +192,13 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     elif own is not None:
         step = own.processor(layout, StructType(columns))
     else:
-        step = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
+        step = PaneProcessor(layout) if formed is None else SessionProcessor(layout)
     processor = Stateful(step)
     out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
-    if sessions is not None:
+    if formed is not None:
         first, last = (column(name) for name, _ in partial_names(aggregates)[-2:])
-        extents = compiled.spec.live_extents(first, last, tagged)
+        extents = live_extents(compiled.spec, first, last, tagged)
     if own is not None:
         out = out.withColumn(WID, own.wid(column(WID)))
     keys = [k for k in keys if k not in nan.flags.values()]
