@@ -1,13 +1,13 @@
 """The package's own shape (issues 12 and 40): read from the source with ``ast``, not from the code's say-so.
 
 - no import cycle, counting imports inside functions too;
-- the window specs are a leaf: ``wid.spec`` imports nothing of wid but itself and :mod:`wid.errors`,
+- the window specs are a leaf: ``wid.windows`` imports nothing of wid but itself and :mod:`wid.errors`,
   not even inside a function, and loads no module by name (each stage finds its own code for a kind);
 - at most 12 modules directly under ``wid/``, at most 20 in any folder, no three modules of a
   folder sharing a name prefix (``live_state``, ``live_run``, ``live_fca``: that prefix is a folder);
 - no private name (``_x``) imported from another module;
-- outside ``wid/spec`` no module switches on a window kind: no ``isinstance`` against a
-  :class:`wid.spec.base.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec;
+- outside ``wid/windows`` no module switches on a window kind: no ``isinstance`` against a
+  :class:`wid.windows.base.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec;
 - a stage that serves no kind of a made-up window says so in one error naming it;
 - a live query's processor unpickles, as Spark's driver-side state-schema process does at each
   query start, without loading pandas or the engine.
@@ -27,7 +27,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from wid.bucket.kinds import bucket, bucket_sql, live_bucket
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
+from wid.windows.base import WindowSpec
 from wid.stream.kinds import replay
 from wid.stream.live.kinds import live_extents
 from wid.stream.live.processor import VALUE, Stateful
@@ -103,7 +103,8 @@ def module_graph(mods: dict[str, str], everywhere: bool = True) -> dict[str, set
             for m, s in mods.items()}
 
 
-def leaf_breaches(mods: dict[str, str], leaf: str = "wid.spec", allowed: tuple[str, ...] = ("wid.errors",)) -> list[str]:
+def leaf_breaches(mods: dict[str, str], leaf: str = "wid.windows",
+                  allowed: tuple[str, ...] = ("wid.errors",)) -> list[str]:
     """Imports of the package ``leaf`` that reach wid outside it and ``allowed``, at any level, and
     its modules loading others by name (``importlib``)."""
     names = set(mods)
@@ -212,14 +213,15 @@ def test_no_private_name_imported_across_modules():
 
 def test_no_module_outside_spec_switches_on_the_window_kind():
     names = set(MODULES)
-    found = [s for m, src in MODULES.items() if not m.startswith("wid.spec") for s in spec_switches(m, src, names)]
+    found = [s for m, src in MODULES.items() if not m.startswith("wid.windows") for s in spec_switches(m, src, names)]
     assert found == []
 
 
 def test_the_aggregate_imports_no_window_kind():
     """The aggregate stage is window-agnostic: no module of ``wid.aggregate`` imports a window kind
-    or a grammar (numbers and SQL text helpers of ``wid.spec`` are not kinds)."""
-    kinds = ("wid.spec.base", "wid.spec.windows", "wid.spec.aware", "wid.spec.clause", "wid.spec.spl", "wid.spec.flink")
+    or a grammar (numbers and SQL text helpers of ``wid.windows`` are not kinds)."""
+    kinds = ("wid.windows.base", "wid.windows.context_free", "wid.windows.aware", "wid.windows.clause",
+             "wid.windows.spl", "wid.windows.flink")
     names = set(MODULES)
     found = [f"{m} imports {t}" for m, src in MODULES.items() if m.startswith("wid.aggregate")
              for t, _, _ in imports(m, src, names) if t.startswith(kinds)]
@@ -231,7 +233,7 @@ def test_the_checks_find_what_they_look_for():
     made_up = {
         "wid.a": "from wid.b import helper\n",
         "wid.b": "from wid.a import _hidden\n\ndef f():\n    from wid.c import g\n",
-        "wid.c": "from wid.spec.windows import Sliding\nfrom wid.spec import spl\n\n"
+        "wid.c": "from wid.windows.context_free import Sliding\nfrom wid.windows import spl\n\n"
                  "def g(spec):\n    if isinstance(spec, (int, Sliding)) or isinstance(spec, spl.Tumbling):\n"
                  "        return hasattr(spec, 'slide')\n    return getattr(compiled.spec, 'slide', None)\n",
         "wid.d": "from wid.c import g\n\ndef h(policy, spec):\n"
@@ -242,12 +244,13 @@ def test_the_checks_find_what_they_look_for():
     inside = {**made_up, "wid.b": "def f():\n    from wid.a import helper\n"}
     assert cycle(module_graph(inside)) == ["wid.a", "wid.b", "wid.a"]  # an import in a function counts
     assert cycle(module_graph(inside, everywhere=False)) is None
-    spec = {"wid.spec": "", "wid.spec.kind": "import importlib\nfrom wid.errors import WidError\n"
-                                             "from wid.spec.numbers import LIMIT\n\n"
+    spec = {"wid.windows": "", "wid.windows.kind": "import importlib\nfrom wid.errors import WidError\n"
+                                             "from wid.windows.numbers import LIMIT\n\n"
                                              "def bucket(df):\n    from wid.bucket.fcf import bucket\n",
-            "wid.spec.numbers": "from wid.stream import replay\n", "wid.bucket.fcf": "from wid.spec.kind import x\n"}
-    assert leaf_breaches(spec) == ["wid.spec.kind imports importlib", "wid.spec.kind imports wid.bucket.fcf",
-                                   "wid.spec.numbers imports wid.stream"]
+            "wid.windows.numbers": "from wid.stream import replay\n",
+            "wid.bucket.fcf": "from wid.windows.kind import x\n"}
+    assert leaf_breaches(spec) == ["wid.windows.kind imports importlib", "wid.windows.kind imports wid.bucket.fcf",
+                                   "wid.windows.numbers imports wid.stream"]
     crowded = {"wid": "", **{f"wid.m{i}": "" for i in range(13)}, "wid.live": "",
                **{f"wid.live.live_{w}": "" for w in ("state", "run", "fca")}, "wid.live.live": "",
                **{f"wid.live.p{i}": "" for i in range(17)}}
@@ -296,3 +299,17 @@ class Hexagonal(WindowSpec):
 def test_a_stage_that_serves_no_kind_says_so(spark, stage):
     with pytest.raises(WidError, match="Hexagonal"):
         stage(spark)
+
+
+def test_the_public_names_and_the_former_spec_imports_still_work():
+    """The API of the SPEC (section 4) and the window kinds' former home ``wid.spec``."""
+    import wid
+    from wid.spec import flink, windows
+    from wid.spec.flink import Discretization
+    from wid.windows import context_free
+    from wid.windows import flink as moved
+
+    assert all(callable(getattr(wid, name)) for name in ("query", "replay", "live", "to_sql", "register", "run_sql",
+                                                        "create_view", "arrival"))
+    assert callable(wid.punctuate.slack) and callable(wid.punctuate.heartbeat)
+    assert (flink, windows, Discretization) == (moved, context_free, moved.Discretization)

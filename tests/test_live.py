@@ -30,7 +30,7 @@ from wid.cli.commands import main
 from wid.errors import WidError
 from wid.bench.experiment import punctuation_of
 from wid.plan import Plan
-from wid.spec.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
+from wid.windows.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
 from wid.stream.live import run as live_run
 from wid.stream.live.job import live
 from wid.stream.replay import replay

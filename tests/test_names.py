@@ -20,9 +20,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
-from wid.spec.spl import Sliding, Tumbling
-from wid.spec.spl_clause import parse_spl
-from wid.spec.sqlexpr import quote
+from wid.windows.spl import Sliding, Tumbling
+from wid.windows.spl_clause import parse_spl
+from wid.windows.sqlexpr import quote
 from wid.stream.live import run as live_run
 from wid.stream.live.job import live
 from wid.stream.replay import replay

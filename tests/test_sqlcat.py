@@ -24,9 +24,9 @@ import wid
 from wid.sql import catalog
 from wid.errors import WidError
 from wid.sql.serve import spark_home
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
                             TumblingEviction)
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl_clause import parse_spl
 
 from tests.operational_sim import simulate, simulate_flink
 from tests.test_spl import random_rows

@@ -21,7 +21,7 @@ from wid.bucket.fca import units
 from wid.bucket.spl.bucket import operational_bucket
 from wid.datasets.disorder import disorder
 from wid.compiler.query import compile_query, query
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl_clause import parse_spl
 from wid.stream.punctuate import heartbeat
 from wid.stream.replay import replay
 

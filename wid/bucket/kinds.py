@@ -13,11 +13,11 @@ from wid.bucket import fca, fcf, session
 from wid.bucket.flink import bucket as flink
 from wid.bucket.spl import bucket as spl
 from wid.errors import WidError
-from wid.spec.aware import Session, SlideByTuple
-from wid.spec.base import WindowSpec
-from wid.spec.flink import Discretization
-from wid.spec.spl import SplWindow
-from wid.spec.windows import ContextFree
+from wid.windows.aware import Session, SlideByTuple
+from wid.windows.base import WindowSpec
+from wid.windows.flink import Discretization
+from wid.windows.spl import SplWindow
+from wid.windows.context_free import ContextFree
 
 
 @singledispatch
@@ -25,7 +25,7 @@ def bucket(spec: WindowSpec, df: DataFrame) -> DataFrame:
     """Bucket: ``df``'s tuples with ``wid_lo``/``wid_hi``, the windows ``wid_lo <= w <= wid_hi``
     holding each (tuples in no window are gone).
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> tagged = bucket(parse_window("RANGE 2 SLIDE 2 WATTR ts"), spark.table("readings"))  # windows [2w, 2w + 2)
     >>> sorted((r.ts, r.wid_lo, r.wid_hi) for r in tagged.collect())[:2]
     [(1.0, 0, 0), (2.5, 1, 1)]
@@ -38,7 +38,7 @@ def bucket_sql(spec: WindowSpec, source: str, df: DataFrame) -> str:
     """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
     columns), for :func:`wid.to_sql`; kinds without a SQL form refuse, naming the alternative.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> text = bucket_sql(parse_window("RANGE 2 SLIDE 2 WATTR ts"), "readings", spark.table("readings"))
     >>> sorted((r.ts, r.wid_lo, r.wid_hi) for r in spark.sql(text).collect())[:2]
     [(1.0, 0, 0), (2.5, 1, 1)]
@@ -52,7 +52,7 @@ def live_bucket(spec: WindowSpec, df: DataFrame) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): what the tuple alone gives; the ids that
     depend on the stream so far (:attr:`WindowSpec.unfinished`) come in live mode's stateful step.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> landmark = parse_window("RANGE UNBOUNDED SLIDE 2 WATTR ts")
     >>> tagged = live_bucket(landmark, spark.table("readings"))  # the open end stays open
     >>> sorted((r.ts, r.wid_lo, r.wid_hi) for r in tagged.collect())[:2]

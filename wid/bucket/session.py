@@ -33,9 +33,9 @@ from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named,
                                 epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
-from wid.spec.aware import Session
-from wid.spec.numbers import exact
-from wid.spec.sqlexpr import Expr, Sql, call, column, constant, over
+from wid.windows.aware import Session
+from wid.windows.numbers import exact
+from wid.windows.sqlexpr import Expr, Sql, call, column, constant, over
 
 SESSION_START, SESSION_END = Session.extent_columns
 _NEW = "_wid_new"

@@ -25,8 +25,8 @@ from wid.console import plural, table
 from wid.errors import WidError
 from wid.bench.experiment import punctuation_of
 from wid.plan import Plan
-from wid.spec.numbers import positive_whole
-from wid.spec.sqlexpr import columns
+from wid.windows.numbers import positive_whole
+from wid.windows.sqlexpr import columns
 from wid.stream.live import run as live_run
 from wid.stream.live.job import live
 

@@ -25,9 +25,9 @@ from wid.console import FORMATS, plural, render, table
 from wid.errors import WidError
 from wid.preflight import preflight
 from wid.source import Source
-from wid.spec.base import WindowSpec
-from wid.spec.numbers import non_negative
-from wid.spec.sqlexpr import columns as column_list
+from wid.windows.base import WindowSpec
+from wid.windows.numbers import non_negative
+from wid.windows.sqlexpr import columns as column_list
 from wid.stream import punctuate
 from wid.stream.arrival import arrival
 from wid.stream.replay import replay

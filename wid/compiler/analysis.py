@@ -18,7 +18,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from wid.errors import WidError, quiet_analysis
-from wid.spec.sqlexpr import name_parts
+from wid.windows.sqlexpr import name_parts
 
 #: A back-quoted, possibly dotted name in a list of Spark's message parameters.
 _NAME = re.compile(r"`(?:[^`]|``)*`(?:\.`(?:[^`]|``)*`)*")

@@ -18,8 +18,8 @@ from wid.aggregate.partials import Aggregate
 from wid.aggregate.range import range_aggregate, range_aggregate_sql
 from wid.bucket.columns import WID_IN
 from wid.bucket.fca import units
-from wid.spec.aware import SlideByTuple
-from wid.spec.base import WindowSpec
+from wid.windows.aware import SlideByTuple
+from wid.windows.base import WindowSpec
 
 
 @singledispatch

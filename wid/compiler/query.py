@@ -1,7 +1,7 @@
 """The query front end: ``SELECT ... FROM view [window] [WHERE] [GROUP BY] [HAVING] [ORDER BY] [LIMIT]``.
 
 The text is split by :mod:`wid.compiler.text`, the window clause in brackets parsed by
-:mod:`wid.spec.clause`; every expression outside it is handed to Spark SQL as written.
+:mod:`wid.windows.clause`; every expression outside it is handed to Spark SQL as written.
 ``WHERE`` filters tuples inside their extents: before Bucket where the window kind allows
 (:attr:`WindowSpec.where_first`: a tuple it drops is never checked), after it where Bucket
 reads every tuple (a ``ROWS`` window counts positions before it); ``HAVING`` and ``ORDER BY``
@@ -25,9 +25,9 @@ from wid.bucket.kinds import bucket
 from wid.compiler import kinds
 from wid.compiler.analysis import analysis_errors
 from wid.errors import WidError
-from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Expr, Sql, column, column_name, null_like, quote
-from wid.spec.base import WindowSpec
+from wid.windows.clause import parse_window
+from wid.windows.sqlexpr import Expr, Sql, column, column_name, null_like, quote
+from wid.windows.base import WindowSpec
 from wid.compiler.text import WindowQuery
 
 #: Output columns with the bounds of a window's extent, in the window attribute's type.
@@ -146,7 +146,7 @@ def _sort_key(item: str):
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None,
                   arrival: str | None = None) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
-    ``spec`` (e.g. a :class:`wid.spec.flink.Discretization`) replaces the window clause's own.
+    ``spec`` (e.g. a :class:`wid.windows.flink.Discretization`) replaces the window clause's own.
     ``arrival`` names what else reads the arrival order (e.g. ``"replay"``): it, or a window kind
     that reads it (:attr:`WindowSpec.reads_arrival`), needs a ``row_num`` column, checked before
     any Spark job.
@@ -257,7 +257,7 @@ def resolved(build, *args, spark: SparkSession | None = None, view: str | None =
 
 def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> DataFrame:
     """The exact result of a window query: a ``wid`` column, the selected keys and aggregates.
-    ``window`` replaces the query's window clause, e.g. a :class:`wid.spec.flink.Discretization`
+    ``window`` replaces the query's window clause, e.g. a :class:`wid.windows.flink.Discretization`
     for the clause ``[flink]``.
 
     A stream of readings (``ts`` places them in windows, ``row_num`` is the arrival order and

@@ -1,6 +1,22 @@
-"""Window specs and their grammars (the pipeline's first stage, a leaf): each window kind is one
-class stating its extent formula and validating in its constructor (:mod:`wid.spec.windows`,
-:mod:`wid.spec.aware`, :mod:`wid.spec.spl`, :mod:`wid.spec.flink`), and the grammars that build
-them (the paper's clause, SPL clauses). It imports only :mod:`wid.errors` and pyspark, never a
-later stage, not even inside a function: each stage finds its own code for a kind.
+"""The former home of the window kinds, kept so that code written against it still runs:
+``wid.spec.X`` is :mod:`wid.windows.X` (``wid.spec.windows`` is
+:mod:`wid.windows.context_free`), the same module objects. New code imports :mod:`wid.windows`.
+
+>>> from wid.spec.flink import Discretization
+>>> import wid.windows.flink
+>>> Discretization is wid.windows.flink.Discretization
+True
 """
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: Each former module's name -> its module in :mod:`wid.windows`.
+MOVED = {"aware": "aware", "base": "base", "clause": "clause", "flink": "flink", "numbers": "numbers",
+         "operational": "operational", "spl": "spl", "spl_clause": "spl_clause", "sqlexpr": "sqlexpr",
+         "windows": "context_free"}
+
+for _old, _new in MOVED.items():
+    sys.modules[f"{__name__}.{_old}"] = globals()[_old] = importlib.import_module(f"wid.windows.{_new}")

@@ -1,7 +1,7 @@
 """A window query as plain Spark SQL text (:func:`to_sql`), with the plan shape of :func:`wid.query`.
 
 The text is generated from the parsed query and the window kind's own stages as SQL (the
-formulas rendered by :mod:`wid.spec.sqlexpr`, the same definitions that build the Columns of
+formulas rendered by :mod:`wid.windows.sqlexpr`, the same definitions that build the Columns of
 :func:`wid.query`): :meth:`WindowSpec.bucket_sql` (``wid_lo``, ``wid_hi``, and a session's
 ``session_start``/``session_end``) over the rows ``WHERE`` keeps (or, for the kinds whose
 Bucket reads every tuple, :meth:`WindowSpec.where_sql` after it), the query's derived
@@ -25,9 +25,9 @@ from wid.compiler.kinds import aggregate_sql, where_sql
 from wid.errors import WidError
 from wid.compiler.query import CompiledQuery, compile_query, resolved, sort_item
 from wid.compiler.text import WindowQuery
-from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import Sql, qualified, quote
-from wid.spec.base import WindowSpec
+from wid.windows.clause import parse_window
+from wid.windows.sqlexpr import Sql, qualified, quote
+from wid.windows.base import WindowSpec
 
 
 def _expr(text: str) -> str:
@@ -60,7 +60,7 @@ def finish_sql(compiled: CompiledQuery, aggregated: str) -> str:
 def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = None) -> str:
     """Plain Spark SQL (no Python UDF, no temporary object) evaluating window query ``query_text``
     as :func:`wid.query` does, over the same source table or view (``window`` replaces the
-    query's window clause, e.g. a :class:`wid.spec.flink.Discretization`); raises
+    query's window clause, e.g. a :class:`wid.windows.flink.Discretization`); raises
     :class:`WidError` on bad input and for the window kinds whose tagging runs Python (SPL
     windows with delta policies or partition eviction, Flink discretizations off the
     ``columns`` path).

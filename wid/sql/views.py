@@ -3,7 +3,7 @@
 :func:`register` defines session-scoped SQL functions (``CREATE TEMPORARY FUNCTION ...
 RETURN``: SQL, no Python UDF, so they run the same on classic and Spark Connect
 sessions), or with ``persistent=True`` functions of the current database. They are the
-:class:`wid.spec.windows.Sliding` formulas for ``[RANGE r SLIDE s]``
+:class:`wid.windows.context_free.Sliding` formulas for ``[RANGE r SLIDE s]``
 (tumbling: r = s), with ``x`` a number or a timestamp as epoch seconds with fraction::
 
     wid_lo(x, r, s)    = floor(x/s)                  first window holding x
@@ -38,8 +38,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
 from wid.compiler.query import query
-from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import NAME_PART, qualified
+from wid.windows.clause import parse_window
+from wid.windows.sqlexpr import NAME_PART, qualified
 from wid.sql.text import to_sql
 from wid.compiler.text import WindowQuery, window_span
 

@@ -48,10 +48,10 @@ from wid.bucket.fca import CHUNK, units
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
-from wid.spec.numbers import Number, as_number, times
+from wid.windows.numbers import Number, as_number, times
 from wid.stream.fca_scan import KIND, LATE, scanner
 from wid.stream.punctuation import Generator, Punctuations
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _LAST = "_wid_last"
 

@@ -20,7 +20,7 @@ from wid.aggregate.bins import Bins, add, ends, lowest
 from wid.aggregate.fca import NULLABLE, by_key, contributing_rows, windows_of
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 
 #: The row_num of a late tuple (NULL on result rows); an element's kind: 0 = tuple, 1 = punctuation.
 LATE, KIND = "_wid_late", "_wid_kind"

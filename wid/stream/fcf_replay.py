@@ -28,11 +28,11 @@ from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.compiler.query import CompiledQuery
-from wid.spec.numbers import Number, as_number, times
-from wid.spec.windows import ContextFree
+from wid.windows.numbers import Number, as_number, times
+from wid.windows.context_free import ContextFree
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.scan import before
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _C, _AT = "_wid_c", "_wid_at"
 _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"

@@ -15,12 +15,12 @@ from wid.bucket.flink import bucket as flink
 from wid.bucket.spl import bucket as spl
 from wid.compiler.query import CompiledQuery
 from wid.errors import WidError
-from wid.spec.aware import Session, SlideByTuple
-from wid.spec.base import WindowSpec
-from wid.spec.flink import Discretization
-from wid.spec.numbers import Number
-from wid.spec.spl import SplWindow
-from wid.spec.windows import ContextFree
+from wid.windows.aware import Session, SlideByTuple
+from wid.windows.base import WindowSpec
+from wid.windows.flink import Discretization
+from wid.windows.numbers import Number
+from wid.windows.spl import SplWindow
+from wid.windows.context_free import ContextFree
 from wid.stream import fca_replay, fcf_replay, operational_replay, session_replay
 from wid.stream.punctuation import Generator
 

@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
 from wid.compiler.kinds import aggregate
 from wid.errors import WidError
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 from wid.stream.punctuation import Generator
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,

@@ -33,10 +33,10 @@ from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_
                                 time_like)
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
-from wid.spec.numbers import as_number, non_negative, period, places, times
+from wid.windows.numbers import as_number, non_negative, period, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
 from wid.stream.scan import ROW_CHUNK, running
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 MODES = ("generous", "consistent")
 

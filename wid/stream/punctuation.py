@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
 from wid.bucket.nan import NanFlags
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
-from wid.spec.numbers import floor_scaled
-from wid.spec.sqlexpr import column, columns
+from wid.windows.base import WindowSpec
+from wid.windows.numbers import floor_scaled
+from wid.windows.sqlexpr import column, columns
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def checked(punctuation: object, spec: WindowSpec) -> Generator | None:
     :mod:`wid.stream.punctuate` generator, or None; a :class:`WidError` for anything else, or for
     a generator given to a kind whose punctuations are implied (:attr:`WindowSpec.refuses_punctuation`).
 
-    >>> from wid.spec.windows import TupleSliding
+    >>> from wid.windows.context_free import TupleSliding
     >>> checked(None, TupleSliding(range=4, slide=2)) is None
     True
     >>> checked("slack", TupleSliding(range=4, slide=2))

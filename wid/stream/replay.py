@@ -16,9 +16,9 @@ from pyspark.sql import DataFrame, SparkSession
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
 from wid.compiler.analysis import analysis_errors
 from wid.compiler.query import CompiledQuery, compile_query, resolved
-from wid.spec.numbers import Number, non_negative
-from wid.spec.base import WindowSpec
-from wid.spec.sqlexpr import column
+from wid.windows.numbers import Number, non_negative
+from wid.windows.base import WindowSpec
+from wid.windows.sqlexpr import column
 from wid.stream import kinds
 from wid.stream.punctuation import Generator, checked
 from wid.compiler.text import WindowQuery
@@ -57,7 +57,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     seconds for timestamps; value windows, sessions, slide-by-tuple windows): a tuple late for an
     emitted window whose end + L the punctuations have not passed yields the window's next
     ``revision`` (a results row, ``emit_row`` = the tuple) instead of late rows. ``window`` replaces
-    the query's window clause (a :class:`wid.spec.flink.Discretization` for ``[flink]``).
+    the query's window clause (a :class:`wid.windows.flink.Discretization` for ``[flink]``).
 
     With the view ``readings`` of :func:`wid.query`'s example, a slack of 0 closes window 1
     (``[2, 4)``) once ``ts = 4.0`` arrives, before the reading at ``ts = 2.5``:

@@ -41,10 +41,10 @@ from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID
                                 numeric_value)
 from wid.bucket.plain import PlainNames
 from wid.bucket.session import exact_x, gap_in_x, with_extents
-from wid.spec.numbers import Number, exact
+from wid.windows.numbers import Number, exact
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
 

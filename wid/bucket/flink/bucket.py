@@ -1,6 +1,6 @@
 """Flink window discretization (Traub 2015, seed 001) on the range-tag pipeline.
 
-The policies and :class:`Discretization` are in :mod:`wid.spec.flink`. :func:`flink_bucket`
+The policies and :class:`Discretization` are in :mod:`wid.windows.flink`. :func:`flink_bucket`
 tags each item with ``wid_lo``/``wid_hi``, the emissions that hold it, on one of three paths
 (:func:`path`): ``columns`` and ``chain`` compute the positions of triggers and evictions
 (:mod:`wid.bucket.flink.compiled`), ``scan`` replays the buffer event by event
@@ -26,8 +26,8 @@ from wid.bucket.flink.scan import Buffers, Scanner, scan
 from wid.bucket.positions import Firing, LiveScan, check_inputs, firings, in_a_window, non_decreasing
 from wid.bucket.steps import staged
 from wid.errors import WidError
-from wid.spec.flink import Discretization, Path
-from wid.spec.sqlexpr import Sql
+from wid.windows.flink import Discretization, Path
+from wid.windows.sqlexpr import Sql
 
 _PATHS = {"columns": columns, "chain": chain, "scan": scan}
 
@@ -62,7 +62,7 @@ def path(df: DataFrame, spec: Discretization) -> Path:
 
     One buffer for the stream, where ``ts`` decreases (4.0, then 2.5): the scan instead of the chain.
 
-    >>> from wid.spec.flink import DeltaTrigger
+    >>> from wid.windows.flink import DeltaTrigger
     >>> spec = Discretization([DeltaTrigger(2.0, "ts")])
     >>> spec.path, path(spark.table("readings"), spec)
     ('chain', 'scan')
@@ -80,7 +80,7 @@ def flink_bucket(df: DataFrame, spec: Discretization, how: Path | None = None) -
     ``CountTrigger(2)`` fires on item 2 (emitting items 0 and 1), ``CountEviction(3)`` drops item 0 as item 3
     arrives, and the end of the stream emits the buffer (items 1 to 3) once more:
 
-    >>> from wid.spec.flink import CountEviction, CountTrigger
+    >>> from wid.windows.flink import CountEviction, CountTrigger
     >>> rows = flink_bucket(spark.table("readings"), Discretization([CountTrigger(2)], [CountEviction(3)]))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
     [(0, 0, 0), (1, 0, 1), (2, 1, 1), (3, 1, 1)]
@@ -98,7 +98,7 @@ def flink_bucket_sql(source: str, df: DataFrame, spec: Discretization) -> str:
     An active ``TimeTrigger(3)`` from the first arrival (1.5) ticks at 4.5 and 7.5; ``CountEviction(1)`` keeps
     the last item only, so row 1 (in at 4.5, after the tick; out at 5.0) is in no emission:
 
-    >>> from wid.spec.flink import CountEviction, TimeTrigger
+    >>> from wid.windows.flink import CountEviction, TimeTrigger
     >>> spec = Discretization([TimeTrigger(3.0)], [CountEviction(1)])
     >>> text = flink_bucket_sql("`readings`", spark.table("readings"), spec)
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(text).collect())
@@ -122,7 +122,7 @@ def fired(df: DataFrame, spec: Discretization) -> DataFrame:
     The ticks at 4.5 and 7.5 (``arrival_ts`` from 1.5) fire emissions 0 and 1 at rows 1 and 3, the first items
     arriving at or after them; the end emits 2 (``wid``, ``emit_row``):
 
-    >>> from wid.spec.flink import TimeTrigger
+    >>> from wid.windows.flink import TimeTrigger
     >>> sorted(tuple(row) for row in fired(spark.table("readings"), Discretization([TimeTrigger(3.0)])).collect())
     [(0, 1), (1, 3), (2, None)]
     """
@@ -151,7 +151,7 @@ def live_bucket(df: DataFrame, spec: Discretization) -> DataFrame:
     the clock row by row); the buffers are scanned in live mode's stateful step, a micro-batch at a
     time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then.
 
-    >>> from wid.spec.flink import TimeTrigger
+    >>> from wid.windows.flink import TimeTrigger
     >>> rows = live_bucket(spark.table("readings"), Discretization([TimeTrigger(3.0)], per_group=("k",)))
     >>> rows.where("row_num = 2").select("k", "_wid_t", "wid_lo", "wid_hi").first()
     Row(k='b', _wid_t=5.0, wid_lo=None, wid_hi=None)
@@ -164,7 +164,7 @@ def live_scan(df: DataFrame, spec: Discretization) -> LiveScan:
     :class:`Buffers`, the columns they read, and the ``per_group`` columns its buckets may split by
     (none with time policies: the clones share the stream's clock, so one bucket scans it).
 
-    >>> from wid.spec.flink import DeltaEviction, TimeTrigger
+    >>> from wid.windows.flink import DeltaEviction, TimeTrigger
     >>> spec = Discretization([TimeTrigger(3.0)], [DeltaEviction(2.0, "ts")], per_group=("k",))
     >>> live = live_scan(spark.table("readings"), spec)
     >>> live.columns, live.partition, live.keys

@@ -33,10 +33,10 @@ from wid.bucket.clock import T, T0, TEND, ticks
 from wid.bucket.columns import WID_HI, WID_LO, Named, column, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
 from wid.bucket.steps import Add, Step, staged
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization, TimeEviction,
                             TimeTrigger, TumblingEviction)
-from wid.spec.numbers import floor_div, scaled
-from wid.spec.sqlexpr import Expr, call, constant, over, when
+from wid.windows.numbers import floor_div, scaled
+from wid.windows.sqlexpr import Expr, call, constant, over, when
 
 POS, N = "_wid_pos", "_wid_n"
 
@@ -56,7 +56,7 @@ def column_steps(spec: Discretization, scale: int, named: Named = column) -> lis
     As SQL: ``CountTrigger(2, start=1)`` per key fires on a key's items 1, 3, ...; ``CountEviction(2)`` drops
     its item 0 as its item 2 arrives; the end emits each buffer once more:
 
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.sqlexpr import Sql
     >>> spec = Discretization([CountTrigger(2, start=1)], [CountEviction(2)], per_group=("k",))
     >>> text = staged("`readings`", column_steps(spec, 1, Sql.column))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(f"SELECT * FROM {text}").collect())

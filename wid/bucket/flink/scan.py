@@ -15,9 +15,9 @@ from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, check_clock
 from wid.bucket.positions import plain, scanned
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                             PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
-from wid.spec.numbers import scaled
+from wid.windows.numbers import scaled
 
 
 class _Buffer:
@@ -176,7 +176,7 @@ class Buffers:
     share it), so a tick fires on the first row of any buffer at or after it, as replay's
     ``emit_row`` says; ``fired``: ``(buffer key, emission number, row index | None)``.
 
-    >>> from wid.spec.flink import CountTrigger, Discretization
+    >>> from wid.windows.flink import CountTrigger, Discretization
     >>> rows = pd.DataFrame({"row_num": [1, 2, 3, 4], "k": ["a", "b", "a", "a"]})
     >>> scan = Buffers(Discretization([CountTrigger(2)], per_group=("k",)), rows, 1)
     >>> scan.advance(0); scan.finish()

@@ -36,9 +36,9 @@ from wid.bucket.spl.compiled import POS, chain, column_steps, columns
 from wid.bucket.spl.scan import Scanner, scan
 from wid.bucket.steps import Keep, Step, staged
 from wid.errors import WidError
-from wid.spec.numbers import scaled
-from wid.spec.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, SplWindow, Time
-from wid.spec.sqlexpr import Expr, Sql, call, constant
+from wid.windows.numbers import scaled
+from wid.windows.spl import ARRIVAL_TS, Delta, PartitionAge, Punct, SplWindow, Time
+from wid.windows.sqlexpr import Expr, Sql, call, constant
 
 Path = Literal["columns", "chain", "scan"]
 _DELTA = "_wid_d_"
@@ -89,7 +89,7 @@ def path(df: DataFrame, spec: SplWindow) -> Path:
 
     On ``readings``, ``ts`` decreases from row 1 to row 2 (keys ``a`` then ``b``), never within a key:
 
-    >>> from wid.spec.spl import Count, Tumbling
+    >>> from wid.windows.spl import Count, Tumbling
     >>> df = spark.table("readings")
     >>> path(df, Tumbling(eviction=Count(2))), path(df, Tumbling(eviction=Delta("ts", 2.0), partition_by=("k",)))
     ('columns', 'chain')
@@ -113,7 +113,7 @@ def compiled(df: DataFrame, spec: SplWindow) -> bool:
 
     Over the whole stream ``ts`` decreases (4.0, then 2.5): a delta policy on it takes the scan.
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> compiled(spark.table("readings"), Tumbling(eviction=Delta("ts", 2.0)))
     False
     """
@@ -128,7 +128,7 @@ def operational_bucket(df: DataFrame, spec: SplWindow, how: Path | None = None) 
     Tumbling ``time(3)`` on ``arrival_ts`` (1.5, 4.5, 5.0, 9.5): ticks at 4.5 and 7.5, the row arriving at 4.5
     after the first; the window still open at the end is dropped with ``incomplete=False``:
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> rows = operational_bucket(spark.table("readings"), Tumbling(eviction=Time(3.0), incomplete=False))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
     [(0, 0, 0), (1, 1, 1), (2, 1, 1)]
@@ -147,7 +147,7 @@ def operational_bucket_sql(source: str, df: DataFrame, spec: SplWindow) -> str:
     Sliding ``count(2)`` eviction, ``count(1)`` trigger: a tuple is in the windows of its own and the next
     arrival (the last tuple: no next trigger):
 
-    >>> from wid.spec.spl import Count, Sliding
+    >>> from wid.windows.spl import Count, Sliding
     >>> spec = Sliding(eviction=Count(2), trigger=Count(1))
     >>> text = operational_bucket_sql("`readings`", spark.table("readings"), spec)
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(text).collect())
@@ -171,7 +171,7 @@ def fired(df: DataFrame, spec: SplWindow) -> DataFrame:
     Tumbling ``time(3)`` on ``arrival_ts`` (1.5, 4.5, 5.0, 9.5): the ticks at 4.5 and 7.5 fire windows 0 and 1 at
     rows 1 and 3, the first arriving at or after them; the end of the stream flushes window 2 (``wid``, ``emit_row``):
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> sorted(tuple(row) for row in fired(spark.table("readings"), Tumbling(eviction=Time(3.0))).collect())
     [(0, 1), (1, 3), (2, None)]
     """
@@ -191,7 +191,7 @@ def live_bucket(df: DataFrame, spec: SplWindow) -> DataFrame:
     the clock row by row); the :class:`Scanner` runs in live mode's stateful step, a micro-batch at
     a time (:func:`live_scan`); ``wid_lo``/``wid_hi`` NULL until then.
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> rows = live_bucket(spark.table("readings"), Tumbling(eviction=Time(3.0)))
     >>> rows.where("row_num = 2").select("_wid_t", "wid_lo", "wid_hi").first()
     Row(_wid_t=5.0, wid_lo=None, wid_hi=None)
@@ -207,7 +207,7 @@ def live_scan(df: DataFrame, spec: SplWindow) -> LiveScan:
 
     A time policy: the subwindows share the clock, so one bucket scans the stream; count policies split by key:
 
-    >>> from wid.spec.spl import Count, Sliding, Tumbling
+    >>> from wid.windows.spl import Count, Sliding, Tumbling
     >>> live = live_scan(spark.table("readings"), Tumbling(eviction=Time(3.0), partition_by=("k",)))
     >>> live.columns, live.partition, live.keys
     (('k', '_wid_t'), (), ('k',))

@@ -34,9 +34,9 @@ from wid.bucket.clock import T, T0, TEND, ticks, time_scale
 from wid.bucket.columns import WID_HI, WID_LO, Named, column, position
 from wid.bucket.positions import Tags, beyond, delta_chain, per_partition, ranges
 from wid.bucket.steps import Add, Step, staged
-from wid.spec.numbers import floor_div, scaled
-from wid.spec.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time
-from wid.spec.sqlexpr import Expr, call, constant, equal, expression, over, quote, when
+from wid.windows.numbers import floor_div, scaled
+from wid.windows.spl import ARRIVAL_TS, Count, Delta, Punct, SplWindow, Time
+from wid.windows.sqlexpr import Expr, call, constant, equal, expression, over, quote, when
 
 POS, _N = "_wid_pos", "_wid_n"
 
@@ -62,8 +62,8 @@ def column_steps(df: DataFrame, spec: SplWindow, named: Named = column) -> list[
     As SQL: tumbling ``count(2)`` per key closes a window at every second tuple of the key; with
     ``incomplete=False`` the rest (row 3 of ``a``, row 2 of ``b``) gets ``wid_hi < wid_lo``, no window:
 
-    >>> from wid.spec.spl import Tumbling
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.spl import Tumbling
+    >>> from wid.windows.sqlexpr import Sql
     >>> spec = Tumbling(eviction=Count(2), partition_by=("k",), incomplete=False)
     >>> text = staged("`readings`", column_steps(spark.table("readings"), spec, Sql.column))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in spark.sql(f"SELECT * FROM {text}").collect())
@@ -129,7 +129,7 @@ def columns(df: DataFrame, spec: SplWindow) -> DataFrame:
     not more), the one at 9.5 arrives after the last tick:
 
     >>> from wid.bucket.clock import clocked
-    >>> from wid.spec.spl import Sliding
+    >>> from wid.windows.spl import Sliding
     >>> rows = columns(clocked(spark.table("readings"), ARRIVAL_TS), Sliding(eviction=Time(4.0), trigger=Time(2.0)))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
     [(0, 0, 1), (1, 1, 2), (2, 1, 2), (3, 4, 3)]
@@ -143,7 +143,7 @@ def chain(df: DataFrame, spec: SplWindow) -> DataFrame:
     Tumbling ``delta(arrival_ts, 3)`` (1.5, 4.5, 5.0, 9.5): 4.5 - 1.5 is not more than 3, 5.0 - 1.5 is, so the
     first flush comes before row 2; the end flushes row 3:
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> rows = chain(spark.table("readings"), Tumbling(eviction=Delta(ARRIVAL_TS, 3.0)))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
     [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 2, 2)]

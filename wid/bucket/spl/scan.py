@@ -13,8 +13,8 @@ from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, check_clock, time_scale
 from wid.bucket.positions import key_values, plain, scanned
-from wid.spec.numbers import scaled
-from wid.spec.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
+from wid.windows.numbers import scaled
+from wid.windows.spl import ARRIVAL_TS, Count, Delta, PartitionAge, PartitionCount, Punct, SplWindow, Time
 
 
 class _Subwindow:
@@ -38,7 +38,7 @@ class Scanner:
     :meth:`state` (plain values and the rows still held) for the next batch's :meth:`resume`,
     :meth:`finish` at the end of the stream.
 
-    >>> from wid.spec.spl import Sliding
+    >>> from wid.windows.spl import Sliding
     >>> rows = pd.DataFrame({"row_num": [1, 2, 3, 4]})
     >>> run = Scanner(Sliding(eviction=Count(2), trigger=Count(1)), rows, 1, members=True); run.run()
     >>> [(number, at, held) for (_, number, at), held in zip(run.fired, run.members)]
@@ -269,7 +269,7 @@ def scan(df: DataFrame, spec: SplWindow) -> DataFrame:
     Tumbling ``delta(ts, 2)`` on a decreasing ``ts`` (1.0, 4.0, 2.5, 9.0): 4.0 flushes window 0, 2.5 joins the
     window of 4.0, and 9.0 (more than 2 above the oldest, 4.0) flushes window 1:
 
-    >>> from wid.spec.spl import Tumbling
+    >>> from wid.windows.spl import Tumbling
     >>> rows = scan(spark.table("readings"), Tumbling(eviction=Delta("ts", 2.0)))
     >>> sorted((row.row_num, row.wid_lo, row.wid_hi) for row in rows.collect())
     [(0, 0, 0), (1, 1, 1), (2, 1, 1), (3, 2, 2)]

@@ -15,9 +15,9 @@ from wid.bucket.kinds import bucket, live_bucket
 from wid.compiler.kinds import where
 from wid.compiler.query import CompiledQuery, compile_query
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
-from wid.spec.clause import parse_window
-from wid.spec.sqlexpr import column
+from wid.windows.base import WindowSpec
+from wid.windows.clause import parse_window
+from wid.windows.sqlexpr import column
 from wid.stream.live.state import KEPT
 from wid.compiler.text import WindowQuery
 

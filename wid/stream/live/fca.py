@@ -35,7 +35,7 @@ from wid.aggregate.fca import DEFINES, NULLABLE, arrow_schema, numeric_types
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_IN, WID_X, rattr_value
 from wid.bucket.fca import units
 from wid.errors import WidError
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 from wid.stream.fca_scan import LATE, elements_scanner
 from wid.stream.live.arrival import aligned, stack
 from wid.stream.live.state import KEPT, PaneProcessor

@@ -44,7 +44,7 @@ from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
+from wid.windows.base import WindowSpec
 from wid.stream.live.compile import compiled_live
 from wid.stream.live.kinds import live_extents, live_scan, live_step, sessions
 from wid.stream.live.input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
@@ -57,8 +57,8 @@ from wid.stream.live.sessions.state import SessionProcessor
 from wid.stream.live.state import KEPT, PaneProcessor
 from wid.stream.live.panes import partial_names
 from wid.stream.punctuation import Generator, Marks, checked, generator
-from wid.spec.numbers import positive_whole
-from wid.spec.sqlexpr import column, column_name
+from wid.windows.numbers import positive_whole
+from wid.windows.sqlexpr import column, column_name
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -75,7 +75,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
     (:func:`wid.stream.live.run.start` sees to it; slide-by-tuple windows: one bucket); ``window``
     replaces the query's window clause, as in :func:`wid.replay` (a
-    :class:`wid.spec.flink.Discretization` for ``[flink]``). A session whose
+    :class:`wid.windows.flink.Discretization` for ``[flink]``). A session whose
     ``spark.sql.streaming.stateStore.providerClass`` is unset gets the RocksDB state store.
 
     The view ``readings`` of :func:`wid.query`'s example in two files (one micro-batch each) and the end

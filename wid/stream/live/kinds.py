@@ -20,10 +20,10 @@ from wid.bucket.positions import LiveScan
 from wid.bucket.spl import bucket as spl
 from wid.compiler.query import CompiledQuery
 from wid.errors import WidError
-from wid.spec.aware import Session, SlideByTuple
-from wid.spec.base import WindowSpec
-from wid.spec.flink import Discretization
-from wid.spec.spl import SplWindow
+from wid.windows.aware import Session, SlideByTuple
+from wid.windows.base import WindowSpec
+from wid.windows.flink import Discretization
+from wid.windows.spl import SplWindow
 from wid.stream.live.compile import Unfinished
 from wid.stream.live.fca import SlideStep
 
@@ -34,7 +34,7 @@ def live_scan(spec: WindowSpec, df: DataFrame) -> LiveScan | None:
     (operational windows: they fire as the operator's buffers do); None: the step keeps panes
     of the tuples' ranges.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> live_scan(parse_window("RANGE 4 SLIDE 2 WATTR ts"), spark.table("readings")) is None  # the pane step
     True
     >>> type(live_scan(parse_window("tumbling, count(2)"), spark.table("readings"))).__name__

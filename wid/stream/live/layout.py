@@ -15,7 +15,7 @@ from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler.query import CompiledQuery
 from wid.stream.live.windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 
 def typed(schema: StructType, names: list[str]) -> list[StructField]:

@@ -14,7 +14,7 @@ from pyspark.sql.types import DataType
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.compiler.query import CompiledQuery, resolved
-from wid.spec.sqlexpr import column
+from wid.windows.sqlexpr import column
 
 
 @dataclass

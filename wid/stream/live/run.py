@@ -32,8 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.errors import WidError
-from wid.spec.numbers import positive_whole
-from wid.spec.sqlexpr import columns
+from wid.windows.numbers import positive_whole
+from wid.windows.sqlexpr import columns
 from wid.stream.live.job import END_COLUMN, Live
 
 log = logging.getLogger("wid.live")

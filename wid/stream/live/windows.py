@@ -24,7 +24,7 @@ from wid.stream.live.panes import HI, LO, merge, partial_names, spread, tuple_pa
 NONE = np.iinfo(np.int64).min  # no window closed yet
 OPEN = np.iinfo(np.int64).max - 1  # wid_hi of an open range (landmark windows)
 SHAPE = "_wid_shape"  # the shape (its index in :attr:`Bounds.shapes`) of a stored bound
-#: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.spec.windows.TupleSliding.tag_positions`).
+#: Arrival positions -> ``(wid_lo, wid_hi, wid_closed)`` (:meth:`wid.windows.context_free.TupleSliding.tag_positions`).
 Tagger = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 _RUN, _AT = "_wid_run", "_wid_at"
 

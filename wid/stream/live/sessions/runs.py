@@ -41,7 +41,7 @@ def _small(values: np.ndarray) -> bool:
 def exact_value(value: float | Decimal | Number) -> Number:
     """A stored value of ``x`` or a bound, exactly: a whole number as it is (fast), else a Fraction
     of the value itself (a double's binary value; a clause's numbers mean what they print as:
-    :func:`wid.spec.numbers.exact`).
+    :func:`wid.windows.numbers.exact`).
 
     >>> exact_value(3), exact_value(0.5), exact_value(0.1) == Fraction(1, 10)
     (3, Fraction(1, 2), False)

@@ -1,11 +1,11 @@
-"""Operational window kinds' common base (SPL clauses: :mod:`wid.spec.spl`; Flink
-discretizations: :mod:`wid.spec.flink`): the window-ids number the emissions of FIFO buffers."""
+"""Operational window kinds' common base (SPL clauses: :mod:`wid.windows.spl`; Flink
+discretizations: :mod:`wid.windows.flink`): the window-ids number the emissions of FIFO buffers."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from wid.spec.base import WindowSpec
+from wid.windows.base import WindowSpec
 
 
 class Operational(WindowSpec):

@@ -13,9 +13,9 @@ from typing import ClassVar
 from pyspark.sql import Column
 
 from wid.errors import WidError
-from wid.spec.numbers import LIMIT, Number, exact, positive, whole
-from wid.spec.sqlexpr import column_name
-from wid.spec.base import WindowSpec
+from wid.windows.numbers import LIMIT, Number, exact, positive, whole
+from wid.windows.sqlexpr import column_name
+from wid.windows.base import WindowSpec
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class SlideByTuple(WindowSpec):
     """``[RANGE r RATTR a SLIDE 1 ROW SATTR row_num]`` (FCA): the window-ids are the values
     ``t.a``; extent(w) = {u : w - r < u.a <= w}; wids(t) = {w in windows : t.a <= w < t.a + r}.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> parse_window("RANGE 2 MINUTES RATTR ts SLIDE 1 ROW SATTR row_num"), SlideByTuple(0.5, "ts").scaled(10)
     (SlideByTuple(range=120, rattr='ts'), SlideByTuple(range=5, rattr='ts'))
     """
@@ -71,7 +71,7 @@ class SlideByRows(SlideByTuple):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR row_num]`` (FCB): the window-ids are ``t.a`` of
     every n-th tuple in arrival order (positions n-1, 2n-1, ...); extent as :class:`SlideByTuple`.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> parse_window("RANGE 3 RATTR ts SLIDE 2 ROWS SATTR row_num")
     SlideByRows(range=3, rattr='ts', every=2)
     >>> SlideByRows(3, "ts", 1.5)
@@ -91,7 +91,7 @@ class SlideByRank(SlideByRows):
     """``[RANGE r RATTR a SLIDE n ROWS SATTR rank(a)]`` (FCU): the window-ids are ``t.a`` of
     every n-th tuple in ``a`` order (ties broken by ``row_num``); extent as :class:`SlideByTuple`.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> w = parse_window("RANGE 2.5 RATTR ts SLIDE 2 ROWS SATTR rank(ts)")
     >>> w, w.live  # which values are every n-th in ts order is known only at the end of the stream
     (SlideByRank(range=Decimal('2.5'), rattr='ts', every=2), False)

@@ -15,12 +15,12 @@ import difflib
 import re
 
 from wid.errors import WidError
-from wid.spec.numbers import Number, as_number, times
-from wid.spec.sqlexpr import column_name
-from wid.spec.spl_clause import is_spl, parse_spl
-from wid.spec.aware import Session, SlideByRank, SlideByRows, SlideByTuple
-from wid.spec.base import WindowSpec
-from wid.spec.windows import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
+from wid.windows.numbers import Number, as_number, times
+from wid.windows.sqlexpr import column_name
+from wid.windows.spl_clause import is_spl, parse_spl
+from wid.windows.aware import Session, SlideByRank, SlideByRows, SlideByTuple
+from wid.windows.base import WindowSpec
+from wid.windows.context_free import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
@@ -45,7 +45,7 @@ def _unit(word: str | None) -> str | None:
 
 
 def _number(token: str, keyword: str, clause: str) -> Number:
-    """The exact number written (``0.1`` is one tenth: :func:`wid.spec.numbers.as_number`)."""
+    """The exact number written (``0.1`` is one tenth: :func:`wid.windows.numbers.as_number`)."""
     if not re.fullmatch(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", token):
         raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]")
     value = as_number(token, keyword)

@@ -1,5 +1,5 @@
 """SPL (IBM Streams) window clauses: the grammar and its parser (the windows, their semantics:
-:mod:`wid.spec.spl`).
+:mod:`wid.windows.spl`).
 
 Grammar of the text inside ``[...]`` (keywords case-insensitive, items comma-separated)::
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 
 from wid.errors import WidError
-from wid.spec.numbers import number
-from wid.spec.spl import (Count, Delta, PartitionAge, PartitionCount, PartitionEviction, Policy, Punct, Sliding,
+from wid.windows.numbers import number
+from wid.windows.spl import (Count, Delta, PartitionAge, PartitionCount, PartitionEviction, Policy, Punct, Sliding,
                           SplWindow, Time, Tumbling, TupleCount)
-from wid.spec.sqlexpr import column_name
+from wid.windows.sqlexpr import column_name
 
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _NAME = rf"(?:`(?:[^`]|``)+`|{_IDENT}\b)"

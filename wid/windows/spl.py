@@ -1,6 +1,6 @@
 """SPL (IBM Streams) operational windows: the specifications and their semantics.
 
-The clause's grammar and parser: :mod:`wid.spec.spl_clause`.
+The clause's grammar and parser: :mod:`wid.windows.spl_clause`.
 
 Semantics (seed 003; the order of events per tuple is its Table 1 / Table 2):
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from wid.errors import WidError
-from wid.spec.numbers import non_negative, period, positive_whole
-from wid.spec.operational import Operational
+from wid.windows.numbers import non_negative, period, positive_whole
+from wid.windows.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
 PUNCT_MARKER = "punct"
@@ -99,7 +99,7 @@ class Time:
 class Punct:
     """punct() (tumbling only): a punctuation (a true ``marker`` row) flushes every subwindow.
 
-    >>> from wid.spec.spl_clause import parse_spl
+    >>> from wid.windows.spl_clause import parse_spl
     >>> Punct(), parse_spl("tumbling, punct(eos)").eviction
     (Punct(marker='punct'), Punct(marker='eos'))
     """
@@ -131,7 +131,7 @@ class PartitionCount:
     """partitionCount(c): after an insertion, least recently inserted partitions are deleted
     while there are more than c.
 
-    >>> from wid.spec.spl_clause import parse_spl
+    >>> from wid.windows.spl_clause import parse_spl
     >>> parse_spl("tumbling, count(2) partitioned BY k, partitionCount(3)").partition_eviction
     PartitionCount(count=3)
     """
@@ -147,7 +147,7 @@ class TupleCount:
     """tupleCount(t): after an insertion, least recently inserted partitions are deleted while
     all subwindows together hold more than t tuples.
 
-    >>> from wid.spec.spl_clause import parse_spl
+    >>> from wid.windows.spl_clause import parse_spl
     >>> parse_spl("sliding, time(2.5) partitioned BY k, tupleCount(100)").partition_eviction
     TupleCount(count=100)
     """
@@ -168,7 +168,7 @@ PartitionEviction = PartitionAge | PartitionCount | TupleCount
 class SplWindow(Operational):
     """An SPL window: per value of ``partition_by`` an independent subwindow.
 
-    >>> from wid.spec.spl_clause import parse_spl
+    >>> from wid.windows.spl_clause import parse_spl
     >>> parse_spl("sliding, count(4), delta(ts, 2.5) partitioned BY k, dev").partition
     ('k', 'dev')
     """

@@ -1,6 +1,7 @@
 """The window kind's base, :class:`WindowSpec`: what every kind states (its attribute, its
-extent, the facts the stages plan by); the stages find their own code for it. The kinds: :mod:`wid.spec.windows` (context-free), :mod:`wid.spec.aware`
-(slide-by-tuple, sessions), :mod:`wid.spec.operational` (SPL, Flink).
+extent, the facts the stages plan by); the stages find their own code for it. The kinds:
+:mod:`wid.windows.context_free` (context-free), :mod:`wid.windows.aware` (slide-by-tuple,
+sessions), :mod:`wid.windows.operational` (SPL, Flink).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, ClassVar
 from pyspark.sql import Column
 
 from wid.errors import WidError
-from wid.spec.numbers import LIMIT, Number, clause_number, places, times
+from wid.windows.numbers import LIMIT, Number, clause_number, places, times
 
 
 #: Fields of a window or policy that name columns (a name, or a tuple of names).
@@ -24,10 +25,10 @@ def spelled(item: Any, name: Callable[[str], str]) -> Any:
     """``item`` (a window or policy dataclass) with each column it names (:data:`COLUMN_FIELDS`)
     spelled by ``name``, its policies (fields holding one, or a tuple of them) alike.
 
-    >>> from wid.spec.spl_clause import parse_spl
+    >>> from wid.windows.spl_clause import parse_spl
     >>> spelled(parse_spl("tumbling, delta(X, 4) partitioned BY K"), str.lower)
     Tumbling(partition_by=('k',), partition_eviction=None, eviction=Delta(attr='x', delta=4), incomplete=True)
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> spelled(parse_window("RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num PATTR K"), str.lower).pattr
     'k'
     """
@@ -50,7 +51,7 @@ class WindowSpec:
     :mod:`wid.stream.kinds`, :mod:`wid.stream.live.kinds`): the stages depend on the specs, never
     the other way round, not even inside a function.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> w = parse_window("RANGE 0.5 SLIDE 0.25 WATTR ts")
     >>> w.places, w.scaled(10 ** w.places)
     (2, Sliding(range=50, slide=25, wattr='ts'))
@@ -107,7 +108,7 @@ class WindowSpec:
 
     def extent(self, w):
         """Half-open ``[start, end)`` of window ``w`` on ``x`` (``w`` an id, a Column or SQL text
-        :class:`wid.spec.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
+        :class:`wid.windows.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
         return None
 
     def scaled(self, factor: int) -> WindowSpec:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wid.errors import WidError
-from wid.spec.numbers import non_negative, period, positive_whole
-from wid.spec.operational import Operational
+from wid.windows.numbers import non_negative, period, positive_whole
+from wid.windows.operational import Operational
 
 Path = Literal["columns", "chain", "scan"]
 

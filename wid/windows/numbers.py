@@ -26,7 +26,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from wid.errors import WidError
-from wid.spec.sqlexpr import Expr, Sql, call
+from wid.windows.sqlexpr import Expr, Sql, call
 
 Number = int | float | Decimal
 
@@ -204,7 +204,7 @@ def times(value: Number, factor: int) -> Number:
 
 
 def floor_div(x: Expr, d: Number) -> Expr:
-    """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.spec.sqlexpr.Sql`
+    """``floor(x / d)`` as a long (a Column, or SQL text for a :class:`wid.windows.sqlexpr.Sql`
     ``x``), exact for ``x`` a long or decimal and ``d > 0`` an int or Decimal:
     ``(x div d) - [x % d < 0]`` (``div`` truncates toward zero; ``|x| < d * 2**62``, :data:`LIMIT`).
 
@@ -270,7 +270,7 @@ def _split(a: Expr | float) -> tuple[Expr | float, Expr | float]:
 
 
 def clause_number(name: str, value: object) -> Number:
-    """``value`` as an exact positive clause number (:func:`wid.spec.numbers.as_number`), bounded.
+    """``value`` as an exact positive clause number (:func:`wid.windows.numbers.as_number`), bounded.
 
     >>> clause_number("SLIDE", 0.1)
     Decimal('0.1')

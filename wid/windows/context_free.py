@@ -1,6 +1,6 @@
 """Window specifications: one class per context-free window kind (docs/semantics.md section 3),
-on the base :class:`wid.spec.base.WindowSpec`; the context-aware kinds (slide-by-tuple, sessions)
-are in :mod:`wid.spec.aware`, the operational base in :mod:`wid.spec.operational`.
+on the base :class:`wid.windows.base.WindowSpec`; the context-aware kinds (slide-by-tuple, sessions)
+are in :mod:`wid.windows.aware`, the operational base in :mod:`wid.windows.operational`.
 
 Each class states its extent in its docstring, validates its parameters in the
 constructor and, for the context-free kinds, produces the window-id range
@@ -11,7 +11,7 @@ negative; extents are half-open.
 ``x`` is a number in the units of the clause (seconds for time units, raw
 numbers otherwise, a 0-based arrival position for ``ROWS``). Clause numbers are exact
 (``int`` or ``Decimal``) and the id arithmetic on ``x`` is exact
-(:mod:`wid.spec.numbers`): ``limit`` is the largest ``|x|`` whose ids fit a long.
+(:mod:`wid.windows.numbers`): ``limit`` is the largest ``|x|`` whose ids fit a long.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import numpy as np
 from pyspark.sql import Column
 
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
-from wid.spec.numbers import LIMIT, Number, exact, floor_div, floor_div_sum, whole
-from wid.spec.sqlexpr import Expr
+from wid.windows.base import WindowSpec
+from wid.windows.numbers import LIMIT, Number, exact, floor_div, floor_div_sum, whole
+from wid.windows.sqlexpr import Expr
 
 
 def _slides(range_: Number, slide: Number) -> None:
@@ -40,7 +40,7 @@ class ContextFree(WindowSpec):
     """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
     (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> w = parse_window("RANGE 1 MINUTE SLIDE 30 SECONDS WATTR ts")
     >>> isinstance(w, ContextFree), w.wids(np.array([-1, 29, 30, 95]))
     (True, (array([-1,  0,  1,  3]), array([0, 1, 2, 4])))
@@ -61,7 +61,7 @@ class ContextFree(WindowSpec):
         arriving (the next tuple of its partition is past it), as a punctuation at ``x + 1``:
         ``floor((x+1)/s) - 1``.
 
-        >>> from wid.spec.clause import parse_window
+        >>> from wid.windows.clause import parse_window
         >>> parse_window("RANGE UNBOUNDED SLIDE 3 ROWS WATTR row_num").implied(np.arange(7))
         array([-1, -1,  0,  0,  0,  1,  1])
         """
@@ -77,7 +77,7 @@ class ContextFree(WindowSpec):
         """A ROWS window over ``row_num`` counts positions in arrival order (over another
         attribute, in that attribute's order); a window on a value reads no order.
 
-        >>> from wid.spec.clause import parse_window
+        >>> from wid.windows.clause import parse_window
         >>> [parse_window(c).reads_arrival for c in ("RANGE UNBOUNDED SLIDE 2 ROWS WATTR row_num",
         ...                                          "RANGE 4 ROWS SLIDE 2 ROWS WATTR ts", "RANGE 4 SLIDE 2 WATTR ts")]
         [True, False, False]
@@ -90,7 +90,7 @@ class ContextFree(WindowSpec):
         before Bucket; a ROWS window counts the positions of every tuple, and a landmark's last
         window is the one holding the stream's largest ``x``: there WHERE runs after Bucket.
 
-        >>> from wid.spec.clause import parse_window
+        >>> from wid.windows.clause import parse_window
         >>> rows, landmark = "RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num", "RANGE UNBOUNDED SLIDE 2 WATTR ts"
         >>> [parse_window(c).where_first for c in ("RANGE 4 SLIDE 2 WATTR ts", rows, landmark)]
         [True, False, False]
