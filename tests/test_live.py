@@ -26,13 +26,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
-from wid.cli import main
+from wid.cli.commands import main
 from wid.errors import WidError
-from wid.experiment import punctuation_of
+from wid.bench.experiment import punctuation_of
 from wid.plan import Plan
-from wid.spec.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
-from wid.stream import live_run
-from wid.stream.live import live
+from wid.windows.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
 from wid.stream.replay import replay
 
 from connect_server import spark_env
@@ -483,7 +483,7 @@ def test_a_late_tuple_before_any_session_is_emitted_touches_none(spark, tmp_path
 def test_live_sessions_on_timestamps_with_where_equal_replay(spark, tmp_path):
     """A timestamp attribute with microseconds: gaps compared in epoch microseconds,
     ``session_start``/``session_end`` timestamps; WHERE drops tuples before sessions form; a
-    timestamp among the keys (the emitted sessions kept in the state hold it)."""
+    timestamp among the keys (the open sessions kept in the state hold it)."""
     rows = [(r, k, x, v, d, arrival) for r, k, x, v, d, arrival, flag in session_rows(seed=17) if not flag]
     frame = spark.createDataFrame(rows, "row_num long, k string, x double, v long, d decimal(20, 6), arrival double") \
         .withColumn("ts", F.timestamp_micros((F.col("x") * 1_000_000 + 1_700_000_000_000_000 + 7).cast("long"))) \

@@ -30,8 +30,8 @@ from pyspark.sql import functions as F
 
 import wid
 from wid import punctuate
-from wid.stream import live_run
-from wid.stream.live import live
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
 
 FLINK_QUERY = "SELECT k, count(*) AS n, sum(v) AS total FROM flink [SESSION 3000 WATTR ts] GROUP BY k"
 
