@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
+from itertools import pairwise
 
 import pytest
 from chispa import assert_df_equality
@@ -296,7 +297,7 @@ def test_a_forgotten_session_and_its_successor(spark, lateness):
     for k, w, _, n, _, _, start, end in sorted(results, key=lambda r: r[2]):
         last[(k, w)] = (start, end) if n else None
     spans = sorted((k, *extent) for (k, _), extent in last.items() if extent)
-    assert any(k == k2 and s2 <= e for (k, s, e), (k2, s2, _) in zip(spans, spans[1:]))
+    assert any(k == k2 and s2 <= e for (k, s, e), (k2, s2, _) in pairwise(spans))
 
 
 @pytest.mark.slow
