@@ -27,6 +27,11 @@ from pyspark.sql import DataFrame
 from wid.errors import WidError
 from wid.spec.numbers import non_negative, period, positive_whole
 from wid.spec.operational import Operational
+# Flink's window operator of today (assigner, trigger, evictor; its CountTrigger as
+# wid.spec.flink_operator.CountTrigger), re-exported beside the 0.8 discretization:
+from wid.spec.flink_operator import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger,  # noqa: F401
+                                     GlobalWindows, PurgingTrigger, SlidingEventTimeWindows, TimeEvictor,
+                                     TumblingEventTimeWindows, WindowOperator)
 
 Path = Literal["columns", "chain", "scan"]
 
