@@ -115,14 +115,14 @@ class KeyOperator:
         self.late: list[tuple[int, Bound, Bound, bool]] = []
 
     def assign(self, x: Fraction) -> list[tuple[Bound, Bound]]:
-        """The windows of an element at ``x`` (before merging)."""
+        """The windows of an element at ``x`` (before merging), latest first as Flink's assigners list them."""
         if self.global_:
             return [(-math.inf, math.inf)]
         if self.gap is not None:
             return [(x, x + self.gap)]
         last = math.floor((x - self.offset) / self.slide)
         first = math.floor((x - self.offset - self.size) / self.slide) + 1
-        return [(k * self.slide + self.offset, k * self.slide + self.offset + self.size) for k in range(first, last + 1)]
+        return [(k * self.slide + self.offset, k * self.slide + self.offset + self.size) for k in range(last, first - 1, -1)]
 
     def pane(self, start: Bound, end: Bound) -> tuple[int | None, Pane]:
         """The kept pane of the window ``[start, end)`` (id None: a new one, not kept yet); a
