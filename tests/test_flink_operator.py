@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wid
-from wid.bucket.flink_operator import KeyOperator
+from wid.bucket.flink_operator import KeyOperator, bucket, path
 from wid.errors import WidError
 from wid.spec.flink import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger, GlobalWindows, PurgingTrigger,
                             SlidingEventTimeWindows, TimeEvictor, TumblingEventTimeWindows, WindowOperator)
@@ -548,3 +548,30 @@ def test_replay_equals_the_simulator(spark, op, data):
     query = wid.query(spark, text, op)
     alone = wid.replay(spark, text, window=op).results.drop("emit_row", "revision")
     assert sorted(map(str, query.collect())) == sorted(map(str, alone.collect()))
+
+
+# --- the columns path --------------------------------------------------------------------------
+
+READINGS = [(0, "a", 1.25, 0.18), (1, "a", -2.5, 0.18), (2, "b", 9.99, -2.57), (3, "a", -9.98, -2.83),
+            (4, "c", 3.18, 0.76), (5, "b", -4.56, 4.28), (6, "a", 1.32, 1.51), (7, "b", 1.99, 0.9),
+            (8, "c", 0.42, 14.49), (9, "a", -2.64, 2.85), (10, "b", 4.17, 2.9), (11, "b", -5.45, 7.57),
+            (12, "a", -9.61, 0.18), (13, "a", -5.33, -3.0), (14, "c", 0.01, 0.75), (15, "a", 2.0, 0.5)]
+
+
+@pytest.mark.parametrize("op", [
+    WindowOperator(SlidingEventTimeWindows(1.5, 0.5), CountTrigger(2), CountEvictor(3)),
+    WindowOperator(SlidingEventTimeWindows(1.5, 0.5, offset=0.25), CountTrigger(2), CountEvictor(1, evict_after=True)),
+    WindowOperator(TumblingEventTimeWindows(2.5), PurgingTrigger(CountTrigger(3)), CountEvictor(2)),
+    WindowOperator(SlidingEventTimeWindows(0.5, 2), EventTimeTrigger(), CountEvictor(2)),
+    WindowOperator(GlobalWindows(), CountTrigger(3)),
+], ids=["sliding-count-evict-before", "offset-evict-after", "purging-count", "hopping-event-time", "global"])
+def test_the_query_of_columns_equals_the_scan(spark, op):
+    """The query's columns path (no Python) tags each element with the firings the operator's scan
+    gives it, on two-decimal doubles out of order with duplicates and three keys."""
+    assert path(op) == "columns"
+    rows = spark.createDataFrame(READINGS, "row_num long, k string, v double, ts double")
+    op = op.grouped(("k",))
+    tags = [sorted(tuple(r) for r in bucket(rows, op, how).select("row_num", "wid_lo", "wid_hi", "window_start",
+                                                                  "window_end").collect())
+            for how in ("columns", "scan")]
+    assert tags[0] == tags[1] and tags[0]

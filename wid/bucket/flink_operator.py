@@ -23,10 +23,24 @@ timestamps, the stored long, decimal or double otherwise):
 The window-ids of a window are its firings, numbered from 0 (``wid``), so an element's firings
 in one window are a range: each element gets one row per window and run of firings with
 ``wid_lo``/``wid_hi``, ``window_start`` and ``window_end`` (a session's bounds at those firings:
-a merge starts a new row), and the range aggregate computes every firing. A closed form exists
-only for the simplest operators; with watermarks, merging sessions, count state and evictors a
-firing's contents depend on the whole history of its key, hence the scan (one grouped Arrow
-pass per key, as :mod:`wid.stream.session_replay`).
+a merge starts a new row), and the range aggregate computes every firing. Two paths (:func:`path`):
+
+- ``columns`` (the query of tumbling, sliding or global windows with an event-time or count
+  trigger, purging or not, and no evictor or a count evictor): Spark columns and window
+  functions only. A window ``k`` holds ``x`` iff ``k*slide + offset <= x < k*slide + offset + size``,
+  i.e. ``floor((X - OFF - R) / S) < k <= floor((X - OFF) / S)`` on ``X = floor(x * 10**p)`` and the
+  numbers times ``10**p`` (``p`` their decimal places; epoch microseconds for timestamps), exact as
+  every bound is a multiple of ``10**-p``. With no watermark but the end of the stream, an
+  event-time trigger fires each window once (``wid`` 0, a count evictor keeping the last
+  ``max_count`` by ``row_num``); ``CountTrigger(n)`` fires on the window's elements at positions
+  ``n-1, 2n-1, ...`` (``P``, 0-based in arrival order within the key and window; ``C`` of them),
+  so the element at ``P`` is in firings ``P div n`` to ``C div n - 1``, or with a count evictor of
+  ``m`` to ``(P + m) div n - 1`` (before) or ``(P + m) div n`` (after); purging, in firing
+  ``P div n`` alone (before: if ``P mod n >= n - m``).
+- ``scan`` (sessions, time evictors, and replay, where the watermark comes from punctuations): a
+  firing's contents depend on the whole history of its key (merges, counts, timers, cleanup), so
+  the operator runs event by event per key (one grouped Arrow pass, as
+  :mod:`wid.stream.session_replay`).
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 
 import pandas as pd
@@ -43,19 +58,19 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, IntegralType,
                                LongType, StructField, StructType, TimestampType)
 
-from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, EMIT_ROW, attribute_type,
+from wid.bucket.columns import (MICROS_PER_SECOND, WID_CLOSED, WID_HI, WID_LO, WID_X, EMIT_ROW, attribute_type,
                                 checked, naming, numeric_value, rattr_value, time_like)
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.spec.flink_operator import (CountEvictor, CountTrigger, EventTimeSessionWindows, EventTimeTrigger,
                                      GlobalWindows, PurgingTrigger, SlidingEventTimeWindows, TimeEvictor,
                                      TumblingEventTimeWindows, WindowOperator)
-from wid.spec.numbers import exact
-from wid.spec.sqlexpr import column, columns
+from wid.spec.numbers import exact, floor_div, floor_scaled
+from wid.spec.sqlexpr import column, columns, over
 
 WINDOW_START, WINDOW_END = WindowOperator.extent_columns
 #: Scan output: the kind of row (member run, firing, late contribution) and its window's bounds.
-KIND, START, END, SIDE, VALUE = "_wid_kind", "_wid_s", "_wid_e", "side_output", "_wid_value"
+KIND, START, END, SIDE, VALUE, K = "_wid_kind", "_wid_s", "_wid_e", "side_output", "_wid_value", "_wid_k"
 MEMBER, FIRING, LATE = 0, 1, 2
 Bound = Fraction | float  # a window bound: a fraction, or -inf/inf (the global window)
 
@@ -354,20 +369,103 @@ def bounds(fates: DataFrame, dtype: DataType) -> DataFrame:
     return fates.withColumn(WINDOW_START, shown(START)).withColumn(WINDOW_END, shown(END)).drop(START, END)
 
 
-def bucket(df: DataFrame, spec: WindowOperator) -> DataFrame:
+def path(spec: WindowOperator) -> str:
+    """``columns`` or ``scan`` for :func:`bucket` (module docstring).
+
+    >>> path(WindowOperator(SlidingEventTimeWindows(4, 2), CountTrigger(3), CountEvictor(2)))
+    'columns'
+    >>> path(WindowOperator(EventTimeSessionWindows(4))), path(WindowOperator(GlobalWindows(), CountTrigger(2), TimeEvictor(1)))
+    ('scan', 'scan')
+    """
+    return "scan" if spec.merging or isinstance(spec.evictor, TimeEvictor) else "columns"
+
+
+def _scale(dtype: DataType, spec: WindowOperator) -> int:
+    """Units of ``X`` per unit of the operator's numbers: 10**6 for timestamps, else ``10**p``
+    with ``p`` the numbers' decimal places."""
+    if time_like(dtype):
+        return MICROS_PER_SECOND
+    a = spec.assigner
+    numbers = [exact(getattr(a, n)) for n in ("size", "slide", "offset") if getattr(a, n, None) is not None]
+    p = 0
+    while any((n * 10**p).denominator != 1 for n in numbers):
+        p += 1
+    return 10**p
+
+
+def _windows(tuples: DataFrame, spec: WindowOperator, dtype: DataType, bound_type: DataType) -> DataFrame:
+    """``tuples`` (:func:`prepared`) once per window holding each: its index ``_wid_k`` and bounds
+    ``_wid_s``/``_wid_e`` (x units; NULL for the global window)."""
+    a = spec.assigner
+    if isinstance(a, GlobalWindows):
+        none = F.lit(None).cast(bound_type)
+        return tuples.withColumns({K: F.lit(0).cast("long"), START: none, END: none})
+    scale = _scale(dtype, spec)
+    x = column(spec.wattr)
+    if time_like(dtype):
+        X = column(WID_X)  # epoch microseconds: the numbers times 10**6 are whole (units)
+    elif isinstance(dtype, IntegralType):
+        X = column(WID_X) * F.lit(scale) if scale != 1 else column(WID_X)
+    elif isinstance(dtype, DecimalType):
+        X = F.floor(x * F.lit(Decimal(scale))).cast("long")
+    else:
+        X = floor_scaled(x.cast("double"), scale)
+    size, slide, offset = (int(exact(n) * scale) for n in (a.size, a.slide, a.offset))
+    last = floor_div(X - F.lit(offset), slide)
+    first = floor_div(X - F.lit(offset + size), slide) + 1
+    k = F.explode(F.sequence(first, last)) if size > slide else first
+    start = column(K) * F.lit(slide) + F.lit(offset)
+    shown = (lambda v: v) if time_like(dtype) else \
+        (lambda v: v.cast(bound_type) if scale == 1 else v.cast("double") / F.lit(float(scale)))
+    return tuples.withColumn(K, k).where(column(K) <= last) \
+        .withColumns({START: shown(start), END: shown(start + F.lit(size))})
+
+
+def _ranges(windows: DataFrame, spec: WindowOperator) -> DataFrame:
+    """``wid_lo``/``wid_hi`` of each element in its window (``spec.keys``, ``_wid_k``): the firings
+    of the query's trigger and evictor (module docstring); elements in none are gone."""
+    group = [*spec.keys, K]
+    position = (over(F.row_number(), group, ["row_num"]) - 1).cast("long")
+    size = over(F.count(F.lit(1)), group).cast("long")
+    evictor, trigger = spec.evictor, spec.trigger.trigger if isinstance(spec.trigger, PurgingTrigger) else spec.trigger
+    m = evictor.max_count if evictor is not None else None
+    if isinstance(trigger, EventTimeTrigger):  # one firing at the end of the stream
+        zero = F.lit(0).cast("long")
+        keep = F.lit(True) if m is None or evictor.evict_after else size - position <= F.lit(m)
+        return windows.withColumns({WID_LO: zero, WID_HI: F.when(keep, zero).otherwise(F.lit(-1).cast("long"))})
+    n = trigger.count
+    fired = F.floor(size / n).cast("long")
+    lo = F.floor(position / n).cast("long")
+    if isinstance(spec.trigger, PurgingTrigger):
+        kept = F.lit(True) if m is None or evictor.evict_after else F.pmod(position, F.lit(n)) >= F.lit(n - m)
+        hi = F.when(kept, lo).otherwise(lo - 1)
+    elif m is None:
+        hi = fired - 1
+    else:
+        reach = F.floor((position + F.lit(m)) / n).cast("long") - (0 if evictor.evict_after else 1)
+        hi = F.least(reach, fired - 1)
+    return windows.withColumns({WID_LO: lo, WID_HI: F.least(hi, fired - 1)})
+
+
+def bucket(df: DataFrame, spec: WindowOperator, how: str | None = None) -> DataFrame:
     """``df``'s elements with ``wid_lo``/``wid_hi`` (their firings, a row per window and run),
     ``window_start`` and ``window_end``: the operator over the whole stream, the watermark
     passing everything at its end (elements in no firing are gone).
 
+    ``how`` forces a path (tests; exact only where :func:`path` picks it).
+
     ``PurgingTrigger(CountTrigger(1))`` on sliding windows of 4 every 2: each element fires each of its
-    two windows alone:
+    two windows alone, on either path:
 
     >>> spec = WindowOperator(SlidingEventTimeWindows(4, 2), PurgingTrigger(CountTrigger(1)))
-    >>> rows = bucket(spark.table("readings"), spec).where("row_num = 0")
-    >>> sorted(tuple(r) for r in rows.select(WID_LO, WID_HI, WINDOW_START, WINDOW_END).collect())
-    [(0, 0, -2.0, 2.0), (0, 0, 0.0, 4.0)]
+    >>> rows = [bucket(spark.table("readings"), spec, how).where("row_num = 0") for how in ("columns", "scan")]
+    >>> [sorted(tuple(r) for r in row.select(WID_LO, WID_HI, WINDOW_START, WINDOW_END).collect()) for row in rows]
+    [[(0, 0, -2.0, 2.0), (0, 0, 0.0, 4.0)], [(0, 0, -2.0, 2.0), (0, 0, 0.0, 4.0)]]
     """
     tuples = prepared(df, spec)
-    dtype = attribute_type(df, spec.wattr)
+    dtype, _, bound_type = units(df, spec)
+    if (how or path(spec)) == "columns":
+        tagged = _ranges(_windows(tuples, spec, dtype, bound_type), spec).where(column(WID_LO) <= column(WID_HI))
+        return bounds(tagged, dtype).drop(VALUE, K)
     members = bounds(scan(tuples, spec).where(column(KIND) == MEMBER), dtype)
     return tuples.drop(VALUE).join(members.select("row_num", WID_LO, WID_HI, WINDOW_START, WINDOW_END), "row_num")
