@@ -533,7 +533,7 @@ def test_replay_equals_the_simulator(spark, op, data):
         expected += [(key, bound(s), bound(e), at, len(m), round(sum(values[index[i]] for i in m), 6))
                      for s, e, at, m in sim.out]
         late += [(index[i], bound(s), bound(e), side) for i, s, e, side in sim.late]
-    got = rep.results
+    got = rep.results.collect()
     assert sorted(((r.k, r.window_start, r.window_end, r.emit_row, r.n, round(r.total, 6)) for r in got), key=str) \
         == sorted(expected, key=str)
     windows = {}
@@ -543,7 +543,7 @@ def test_replay_equals_the_simulator(spark, op, data):
     for fired in windows.values():
         assert len({w for w, _ in fired}) == len(fired)
         assert [at for _, at in sorted(fired)] == sorted(at for _, at in fired)
-    assert sorted(map(str, ((r.row_num, r.window_start, r.window_end, r.side_output) for r in rep.late))) \
+    assert sorted(map(str, ((r.row_num, r.window_start, r.window_end, r.side_output) for r in rep.late.collect()))) \
         == sorted(map(str, late))
     query = wid.query(spark, text, op)
     alone = wid.replay(spark, text, window=op).results.drop("emit_row", "revision")

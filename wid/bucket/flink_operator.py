@@ -55,8 +55,8 @@ from fractions import Fraction
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType, IntegralType,
-                               LongType, StructField, StructType, TimestampType)
+from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType,
+                               IntegralType, LongType, StructField, StructType, TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_CLOSED, WID_HI, WID_LO, WID_X, EMIT_ROW, attribute_type,
                                 checked, naming, numeric_value, rattr_value, time_like)
@@ -137,7 +137,8 @@ class KeyOperator:
             return [(x, x + self.gap)]
         last = math.floor((x - self.offset) / self.slide)
         first = math.floor((x - self.offset - self.size) / self.slide) + 1
-        return [(k * self.slide + self.offset, k * self.slide + self.offset + self.size) for k in range(last, first - 1, -1)]
+        starts = (k * self.slide + self.offset for k in range(last, first - 1, -1))
+        return [(start, start + self.size) for start in starts]
 
     def pane(self, start: Bound, end: Bound) -> tuple[int | None, Pane]:
         """The kept pane of the window ``[start, end)`` (id None: a new one, not kept yet); a
@@ -273,7 +274,8 @@ def units(df: DataFrame, spec: WindowOperator) -> tuple[DataType, int, DataType]
     if time_like(dtype) and not whole:
         raise WidError(f"the operator's sizes, gap and lateness on timestamp {spec.wattr!r} must be whole "
                        f"microseconds, got {', '.join(map(str, numbers))} s")
-    return dtype, factor, LongType() if time_like(dtype) or (isinstance(dtype, IntegralType) and whole) else DoubleType()
+    longs = time_like(dtype) or (isinstance(dtype, IntegralType) and whole)
+    return dtype, factor, LongType() if longs else DoubleType()
 
 
 def prepared(df: DataFrame, spec: WindowOperator) -> DataFrame:
@@ -306,7 +308,7 @@ def scan(tuples: DataFrame, spec: WindowOperator, punctuations=None) -> DataFram
     >>> sorted(tuple(r)[:5] for r in scan(prepared(spark.table("readings"), spec), spec).collect())
     [(0, 0, 0, 0, 0.0), (0, 1, 0, 0, 0.0), (1, 0, 0, 0, 0.0)]
     """
-    dtype, factor, bound_type = units(tuples, spec)
+    _, factor, bound_type = units(tuples, spec)
     keys = list(spec.keys)
     closed = punctuations.frame.schema[WID_CLOSED].dataType if punctuations is not None else DoubleType()
     events = tuples.select("row_num", *columns(keys), F.lit(MEMBER).alias(KIND), column(VALUE),
@@ -374,8 +376,9 @@ def path(spec: WindowOperator) -> str:
 
     >>> path(WindowOperator(SlidingEventTimeWindows(4, 2), CountTrigger(3), CountEvictor(2)))
     'columns'
-    >>> path(WindowOperator(EventTimeSessionWindows(4))), path(WindowOperator(GlobalWindows(), CountTrigger(2), TimeEvictor(1)))
-    ('scan', 'scan')
+    >>> [path(WindowOperator(a, CountTrigger(2), e)) for a, e in [(EventTimeSessionWindows(4), None),
+    ...                                                          (GlobalWindows(), TimeEvictor(1))]]
+    ['scan', 'scan']
     """
     return "scan" if spec.merging or isinstance(spec.evictor, TimeEvictor) else "columns"
 

@@ -161,9 +161,9 @@ class PurgingTrigger:
 
     >>> PurgingTrigger(CountTrigger(4))
     PurgingTrigger(trigger=CountTrigger(count=4))
-    >>> PurgingTrigger(PurgingTrigger(EventTimeTrigger()))
+    >>> PurgingTrigger(PurgingTrigger(CountTrigger(4)))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    wid.errors.WidError: PurgingTrigger wraps an EventTimeTrigger or a CountTrigger, got PurgingTrigger(trigger=EventTimeTrigger())
+    wid.errors.WidError: PurgingTrigger wraps an EventTimeTrigger or a CountTrigger, got PurgingTrigger(...)
     """
 
     trigger: EventTimeTrigger | CountTrigger
@@ -272,7 +272,8 @@ class WindowOperator(WindowSpec):
                            f"or GlobalWindows, got {self.assigner!r}")
         if self.trigger is None:
             if isinstance(self.assigner, GlobalWindows):
-                raise WidError("GlobalWindows needs a trigger (Flink's default for it never fires): e.g. CountTrigger(n)")
+                raise WidError("GlobalWindows needs a trigger (Flink's default for it never fires): "
+                               "e.g. CountTrigger(n)")
             object.__setattr__(self, "trigger", EventTimeTrigger())
         if not isinstance(self.trigger, (EventTimeTrigger, CountTrigger, PurgingTrigger)):
             raise WidError(f"the trigger is EventTimeTrigger, CountTrigger or PurgingTrigger, got {self.trigger!r}")

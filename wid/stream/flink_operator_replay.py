@@ -46,9 +46,9 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     >>> results, late = replay(compiled, wid.punctuate.slack(0))
     >>> sorted(tuple(r) for r in results.select(WINDOW_START, WID, "_wid_a0", EMIT_ROW).collect()), late.count()
     ([(0.0, 0, 3, 3), (5.0, 0, 1, None)], 0)
-    >>> replay(compiled, None, 2)
+    >>> replay(compiled, None, 2)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    wid.errors.WidError: give Flink's allowed lateness to the operator, WindowOperator(..., allowed_lateness=2), not to replay
+    wid.errors.WidError: give Flink's allowed lateness to the operator, WindowOperator(..., allowed_lateness=2), ...
     """
     if allowed_lateness:
         raise WidError(f"give Flink's allowed lateness to the operator, WindowOperator(..., allowed_lateness="
