@@ -25,11 +25,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wid
-from wid.bucket.flink_operator import KeyOperator, bucket, path
+from wid.bucket.flink.operator import KeyOperator, bucket, path
 from wid.errors import WidError
-from wid.spec.flink import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger, GlobalWindows, PurgingTrigger,
+from wid.windows.flink import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger, GlobalWindows, PurgingTrigger,
                             SlidingEventTimeWindows, TimeEvictor, TumblingEventTimeWindows, WindowOperator)
-from wid.spec.flink_operator import CountTrigger
+from wid.windows.flink_operator import CountTrigger
 
 MAX = 2**63 - 1  # Long.MAX_VALUE: the global window's maxTimestamp
 QUERY = "SELECT k, sum(v) AS total FROM flink_in [flink] GROUP BY k"
@@ -276,7 +276,7 @@ def test_replay_takes_lateness_from_the_operator_and_sql_is_refused(spark):
     with pytest.raises(WidError, match="allowed_lateness=2"):
         wid.replay(spark, QUERY, allowed_lateness=2, window=op)
     with pytest.raises(WidError, match="not compiled to SQL"):
-        op.bucket_sql("flink_in", spark.table("flink_in"))
+        wid.to_sql(spark, QUERY, window=op)
 
 
 # --- the simulator ---------------------------------------------------------------------------

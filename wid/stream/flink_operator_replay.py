@@ -1,9 +1,9 @@
-"""Replay of Flink's window operator (:class:`wid.spec.flink_operator.WindowOperator`): its firings
+"""Replay of Flink's window operator (:class:`wid.windows.flink_operator.WindowOperator`): its firings
 under the watermark the punctuations give, each with the arrival that fired it, and its late elements.
 
 The punctuations' bounds are the watermark (a bound ``B`` promises no element with ``x < B``:
 Flink's watermark ``B - 1`` on millisecond longs; ``slack(d)`` is Flink's bounded
-out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink_operator.KeyOperator`
+out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink.operator.KeyOperator`
 runs over the elements and punctuations in arrival order (a punctuation at row ``r`` right
 after element ``r``). ``results``: one row per firing, ``emit_row`` the element whose arrival fired
 it (a count trigger, or an element within the allowed lateness firing its window at once), or the
@@ -23,11 +23,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_HI, WID_LO, attribute_type
-from wid.bucket.flink_operator import (FIRING, KIND, LATE, MEMBER, SIDE, VALUE, WINDOW_END,
+from wid.bucket.flink.operator import (FIRING, KIND, LATE, MEMBER, SIDE, VALUE, WINDOW_END,
                                       WINDOW_START, bounds, prepared, scan)
 from wid.errors import WidError
-from wid.spec.numbers import Number
-from wid.spec.sqlexpr import column, columns
+from wid.compiler.kinds import aggregate
+from wid.windows.numbers import Number
+from wid.windows.sqlexpr import column, columns
 from wid.stream.punctuation import Generator
 
 
@@ -39,8 +40,8 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     Tumbling windows of 5 on ``readings`` under ``slack(0)``: the bound 9 after row 3 fires ``[0, 5)``
     (rows 0 to 2) on row 3; the end of the stream fires ``[5, 10)``:
 
-    >>> from wid.compiler import compile_query
-    >>> from wid.spec.flink_operator import TumblingEventTimeWindows, WindowOperator
+    >>> from wid.compiler.query import compile_query
+    >>> from wid.windows.flink_operator import TumblingEventTimeWindows, WindowOperator
     >>> spec = WindowOperator(TumblingEventTimeWindows(5))
     >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [flink]", spec, arrival="replay")
     >>> results, late = replay(compiled, wid.punctuate.slack(0))
@@ -63,7 +64,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     punctuations = punctuation.punctuations(replace(compiled, tagged=every)) if punctuation is not None else None
     fates = bounds(scan(tuples, spec, punctuations), attribute_type(stream, spec.wattr))
     members = fates.where(column(KIND) == MEMBER).select("row_num", WID_LO, WID_HI, WINDOW_START, WINDOW_END)
-    aggregated = spec.aggregate(every.join(members, "row_num"), compiled.keys, compiled.aggregates)
+    aggregated = aggregate(spec, every.join(members, "row_num"), compiled.keys, compiled.aggregates)
 
     keys = list(spec.keys)
     named = [f"_wid_f{i}" for i in range(len(keys))]
