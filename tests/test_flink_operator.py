@@ -25,7 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wid
-from wid.bucket.flink.operator import KeyOperator, bucket, path
+from wid.bucket.flink.operator import bucket, path
+from wid.bucket.flink.operator_scan import KeyOperator
 from wid.errors import WidError
 from wid.windows.flink import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger, GlobalWindows, PurgingTrigger,
                             SlidingEventTimeWindows, TimeEvictor, TumblingEventTimeWindows, WindowOperator)
@@ -547,7 +548,10 @@ def test_replay_equals_the_simulator(spark, op, data):
         == sorted(map(str, late))
     query = wid.query(spark, text, op)
     alone = wid.replay(spark, text, window=op).results.drop("emit_row", "revision")
-    assert sorted(map(str, query.collect())) == sorted(map(str, alone.collect()))
+    def rounded(rows):  # a double sum's last bits depend on Spark's order of addition
+        return sorted(map(str, ((r.wid, r.window_start, r.window_end, r.k, r.n, round(r.total, 6)) for r in rows)))
+
+    assert rounded(query.collect()) == rounded(alone.collect())
 
 
 # --- the columns path --------------------------------------------------------------------------

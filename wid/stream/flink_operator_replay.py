@@ -3,7 +3,7 @@ under the watermark the punctuations give, each with the arrival that fired it, 
 
 The punctuations' bounds are the watermark (a bound ``B`` promises no element with ``x < B``:
 Flink's watermark ``B - 1`` on millisecond longs; ``slack(d)`` is Flink's bounded
-out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink.operator.KeyOperator`
+out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink.operator_scan.KeyOperator`
 runs over the elements and punctuations in arrival order (a punctuation at row ``r`` right
 after element ``r``). ``results``: one row per firing, ``emit_row`` the element whose arrival fired
 it (a count trigger, or an element within the allowed lateness firing its window at once), or the
@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_HI, WID_LO, attribute_type
-from wid.bucket.flink.operator import (FIRING, KIND, LATE, MEMBER, SIDE, VALUE, WINDOW_END,
+from wid.bucket.flink.operator_scan import (FIRING, KIND, LATE, MEMBER, SIDE, VALUE, WINDOW_END,
                                       WINDOW_START, bounds, prepared, scan)
 from wid.errors import WidError
 from wid.compiler.kinds import aggregate
