@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from datetime import datetime
 from fractions import Fraction
 
 import pytest
@@ -579,3 +580,22 @@ def test_the_query_of_columns_equals_the_scan(spark, op):
                                                                   "window_end").collect())
             for how in ("columns", "scan")]
     assert tags[0] == tags[1] and tags[0]
+
+
+def test_timestamps_microseconds_and_a_null_time(spark):
+    """On a timestamp attribute the operator's numbers are seconds: tumbling windows of 0.5 s over
+    microsecond timestamps, on both paths (the query's columns, replay's scan), bounds as
+    timestamps; a NULL time fails the query naming the tuple."""
+    rows = [(0, "a", 1.0, datetime(2026, 1, 1, 0, 0, 0, 499999)), (1, "a", 2.0, datetime(2026, 1, 1, 0, 0, 0, 500000)),
+            (2, "b", 4.0, datetime(2026, 1, 1, 0, 0, 0, 250000)), (3, "a", 8.0, datetime(2026, 1, 1, 0, 0, 0, 999999))]
+    schema = "row_num long, k string, v double, ts timestamp_ntz"
+    spark.createDataFrame(rows, schema).createOrReplaceTempView("flink_in")
+    op = WindowOperator(TumblingEventTimeWindows(0.5))
+    expected = [("a", datetime(2026, 1, 1), datetime(2026, 1, 1, 0, 0, 0, 500000), 1.0),
+                ("a", datetime(2026, 1, 1, 0, 0, 0, 500000), datetime(2026, 1, 1, 0, 0, 1), 10.0),
+                ("b", datetime(2026, 1, 1), datetime(2026, 1, 1, 0, 0, 0, 500000), 4.0)]
+    for out in (wid.query(spark, QUERY, op), wid.replay(spark, QUERY, window=op).results):
+        assert sorted((r.k, r.window_start, r.window_end, r.total) for r in out.collect()) == expected
+    spark.createDataFrame([*rows, (4, "b", 1.0, None)], schema).createOrReplaceTempView("flink_in")
+    with pytest.raises(Exception, match=r"NULL or NaN window attribute 'ts' in the tuple with row_num=4"):
+        wid.query(spark, QUERY, WindowOperator(GlobalWindows(), CountTrigger(2))).collect()

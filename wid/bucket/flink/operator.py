@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, IntegralType
 
-from wid.bucket.columns import MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, time_like
+from wid.bucket.columns import MICROS_PER_SECOND, WID_HI, WID_LO, time_like
 from wid.bucket.flink.operator_scan import (END, KIND, MEMBER, START, VALUE, WINDOW_END, WINDOW_START, bounds,
                                             prepared, scan, units)
 from wid.windows.flink_operator import EventTimeTrigger, GlobalWindows, PurgingTrigger, TimeEvictor, WindowOperator
@@ -74,15 +74,15 @@ def _windows(tuples: DataFrame, spec: WindowOperator, dtype: DataType, bound_typ
     """``tuples`` (:func:`prepared`) once per window holding each: its index ``_wid_k`` and bounds
     ``_wid_s``/``_wid_e`` (x units; NULL for the global window)."""
     a = spec.assigner
-    if isinstance(a, GlobalWindows):
+    if isinstance(a, GlobalWindows):  # no window reads x, but a NULL x still fails the query
         none = F.lit(None).cast(bound_type)
-        return tuples.withColumns({K: F.lit(0).cast("long"), START: none, END: none})
+        return tuples.where(column(VALUE).isNotNull()).withColumns({K: F.lit(0).cast("long"), START: none, END: none})
     scale = _scale(dtype, spec)
-    x = column(spec.wattr)
+    x = column(VALUE)  # checked: epoch microseconds, a long, or the stored decimal or double
     if time_like(dtype):
-        X = column(WID_X)  # epoch microseconds: the numbers times 10**6 are whole (units)
+        X = x  # the numbers times 10**6 are whole (units)
     elif isinstance(dtype, IntegralType):
-        X = column(WID_X) * F.lit(scale) if scale != 1 else column(WID_X)
+        X = x * F.lit(scale) if scale != 1 else x
     elif isinstance(dtype, DecimalType):
         X = F.floor(x * F.lit(Decimal(scale))).cast("long")
     else:
