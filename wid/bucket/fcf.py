@@ -131,3 +131,16 @@ def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
     for name in (spec.wattr, *spec.partition):
         attribute_type(df, name)
     return unranged(df, {WID_X: F.lit(None).cast("long")})
+
+
+def live_bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): a ROWS window's ids NULL
+    (:func:`unpositioned`: positions come as tuples arrive); an open end left open (NULL
+    ``wid_hi``: the end of the stream closes it).
+
+    >>> from wid.windows.context_free import Landmark
+    >>> tagged = live_bucket(spark.table("readings"), Landmark(2, "ts"))
+    >>> sorted((r.ts, r.wid_lo, r.wid_hi) for r in tagged.collect())[:2]
+    [(1.0, 0, None), (2.5, 1, None)]
+    """
+    return unpositioned(df, spec) if spec.positional else bucket(df, spec, close_open=False)

@@ -5,7 +5,9 @@ registers its tagger here; a kind none serves gets one error naming it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import singledispatch
+from typing import Any
 
 from pyspark.sql import DataFrame
 
@@ -63,83 +65,28 @@ def live_bucket(spec: WindowSpec, df: DataFrame) -> DataFrame:
     raise WidError(f"live mode does not support {type(spec).__name__} windows")
 
 
-@bucket.register
-def _(spec: ContextFree, df: DataFrame) -> DataFrame:
-    return fcf.bucket(df, spec)
+def spec_last(tagger: Callable[..., Any]) -> Callable[..., Any]:
+    """``tagger`` (a Bucket function taking the spec last, as the taggers do) called spec first, as
+    the registries dispatch.
+
+    >>> spec_last(lambda source, spec: f"{spec} over {source}")("Sliding", "readings")
+    'Sliding over readings'
+    """
+    return lambda spec, *args: tagger(*args, spec)
 
 
-@bucket_sql.register
-def _(spec: ContextFree, source: str, df: DataFrame) -> str:
-    return fcf.bucket_sql(source, df, spec)
-
-
-@live_bucket.register
-def _(spec: ContextFree, df: DataFrame) -> DataFrame:
-    """A ROWS window's ids NULL (positions come as tuples arrive); an open end left open (NULL
-    ``wid_hi``: the end of the stream closes it)."""
-    return fcf.unpositioned(df, spec) if spec.positional else fcf.bucket(df, spec, close_open=False)
-
-
-@bucket.register
-def _(spec: SlideByTuple, df: DataFrame) -> DataFrame:
-    return fca.bucket(df, spec)
-
-
-@bucket_sql.register
-def _(spec: SlideByTuple, source: str, df: DataFrame) -> str:
-    return fca.bucket_sql(source, df, spec)
-
-
-@live_bucket.register
-def _(spec: SlideByTuple, df: DataFrame) -> DataFrame:
-    return fca.live_bucket(df, spec)
-
-
-@bucket.register
-def _(spec: Session, df: DataFrame) -> DataFrame:
-    return session.session_bucket(df, spec)
-
-
-@bucket_sql.register
-def _(spec: Session, source: str, df: DataFrame) -> str:
-    return session.session_bucket_sql(source, df, spec)
-
-
-@live_bucket.register
-def _(spec: Session, df: DataFrame) -> DataFrame:
-    return session.live_bucket(df, spec)
-
-
-@bucket.register
-def _(spec: SplWindow, df: DataFrame) -> DataFrame:
-    return spl.operational_bucket(df, spec)
-
-
-@bucket_sql.register
-def _(spec: SplWindow, source: str, df: DataFrame) -> str:
-    return spl.operational_bucket_sql(source, df, spec)
-
-
-@live_bucket.register
-def _(spec: SplWindow, df: DataFrame) -> DataFrame:
-    return spl.live_bucket(df, spec)
-
-
-@bucket.register
-def _(spec: Discretization, df: DataFrame) -> DataFrame:
-    return flink.flink_bucket(df, spec)
-
-
-@bucket_sql.register
-def _(spec: Discretization, source: str, df: DataFrame) -> str:
-    return flink.flink_bucket_sql(source, df, spec)
-
-
-@live_bucket.register
-def _(spec: Discretization, df: DataFrame) -> DataFrame:
-    return flink.live_bucket(df, spec)
-
-
-@bucket.register
-def _(spec: WindowOperator, df: DataFrame) -> DataFrame:
-    return flink_operator.bucket(df, spec)
+#: The taggers of each kind: Bucket, its SQL text, and Bucket on a stream that has not ended.
+TAGGERS = (
+    (ContextFree, fcf.bucket, fcf.bucket_sql, fcf.live_bucket),
+    (SlideByTuple, fca.bucket, fca.bucket_sql, fca.live_bucket),
+    (Session, session.session_bucket, session.session_bucket_sql, session.live_bucket),
+    (SplWindow, spl.operational_bucket, spl.operational_bucket_sql, spl.live_bucket),
+    (Discretization, flink.flink_bucket, flink.flink_bucket_sql, flink.live_bucket),
+)
+for kind, tagger, sql, live in TAGGERS:
+    bucket.register(kind, spec_last(tagger))
+    bucket_sql.register(kind, spec_last(sql))
+    live_bucket.register(kind, spec_last(live))
+del kind, tagger, sql, live
+# Flink's window operator: Bucket only (SQL text and live mode refuse it: its sql_refusal, live False)
+bucket.register(WindowOperator, spec_last(flink_operator.bucket))

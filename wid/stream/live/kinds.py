@@ -109,21 +109,6 @@ def _(spec: Session, first: Column, last: Column, tagged: DataFrame) -> dict[str
     return session.extents_of(first, last, attribute_type(tagged, spec.wattr), spec)
 
 
-@live_scan.register
-def _(spec: Unfinished, df: DataFrame) -> LiveScan | None:
-    return live_scan(spec.spec, df)
-
-
-@live_step.register
-def _(spec: Unfinished, compiled: CompiledQuery) -> SlideStep | None:
-    return live_step(spec.spec, compiled)
-
-
-@sessions.register
-def _(spec: Unfinished, tagged: DataFrame) -> tuple[Fraction, str] | None:
-    return sessions(spec.spec, tagged)
-
-
-@live_extents.register
-def _(spec: Unfinished, first: Column, last: Column, tagged: DataFrame) -> dict[str, Column]:
-    return live_extents(spec.spec, first, last, tagged)
+for generic in (live_scan, live_step, sessions, live_extents):  # an Unfinished kind: its own kind's step
+    generic.register(Unfinished, lambda spec, *args, generic=generic: generic(spec.spec, *args))
+del generic
