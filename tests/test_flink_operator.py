@@ -52,8 +52,13 @@ class Harness:
                 marks.append((len(rows) - 1, step + 1))
         spark.createDataFrame(rows, "row_num long, k string, v long, ts long").createOrReplaceTempView("flink_in")
         punctuation = wid.punctuate.embedded(spark.createDataFrame(marks, "row_num long, ts long")) if marks else None
-        rep = wid.replay(spark, QUERY, punctuation, window=operator)
-        self.results, self.late = rep.results.collect(), rep.late.collect()
+        self.replay = wid.replay(spark, QUERY, punctuation, window=operator)
+        self.results = self.replay.results.collect()
+
+    @property
+    def late(self):
+        """The late rows, collected when a test reads them."""
+        return self.replay.late.collect()
 
     def outputs(self):
         """Flink's ``Tuple2ResultSortComparator`` view of the output: ``(key, sum, timestamp)`` sorted."""
@@ -65,7 +70,8 @@ class Harness:
 
     def side_output(self):
         """The late elements every window of which was late, each once: ``(key, value, timestamp)``."""
-        return sorted((k, v, ts) for _, k, v, ts in {(r.row_num, r.k, r.v, r.ts) for r in self.late if r.side_output})
+        late = {(r.row_num, r.k, r.v, r.ts) for r in self.late if r.side_output}
+        return sorted((k, v, ts) for _, k, v, ts in late)
 
 
 # --- WindowOperatorTest ----------------------------------------------------------------------

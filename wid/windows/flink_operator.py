@@ -296,7 +296,7 @@ class WindowOperator(WindowSpec):
 
     @property
     def sql_refusal(self) -> str:
-        """The operator runs event by event in Python."""
-        return ("Flink's window operator runs event by event per key in Python (triggers, merging sessions, evictors), "
-                "not compiled to SQL; use a temporary view instead (wid.query(spark, text, window)"
+        """Not compiled to SQL text (sessions, time evictors and replay run event by event in Python)."""
+        return ("Flink's window operator is not compiled to SQL (sessions, time evictors and replay run event by event "
+                "per key in Python); use a temporary view instead (wid.query(spark, text, window)"
                 ".createOrReplaceTempView(name))")
