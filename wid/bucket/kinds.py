@@ -13,11 +13,13 @@ from pyspark.sql import DataFrame
 
 from wid.bucket import fca, fcf, session
 from wid.bucket.flink import bucket as flink
+from wid.bucket.flink import operator as flink_operator
 from wid.bucket.spl import bucket as spl
 from wid.errors import WidError
 from wid.windows.aware import Session, SlideByTuple
 from wid.windows.base import WindowSpec
 from wid.windows.flink import Discretization
+from wid.windows.flink_operator import WindowOperator
 from wid.windows.spl import SplWindow
 from wid.windows.context_free import ContextFree
 
@@ -86,3 +88,5 @@ for kind, tagger, sql, live in TAGGERS:
     bucket_sql.register(kind, spec_last(sql))
     live_bucket.register(kind, spec_last(live))
 del kind, tagger, sql, live
+# Flink's window operator: Bucket only (SQL text and live mode refuse it: its sql_refusal, live False)
+bucket.register(WindowOperator, spec_last(flink_operator.bucket))

@@ -2,7 +2,9 @@
 FCF windows replay their panes (:mod:`wid.stream.fcf_replay`), slide-by-tuple windows their bins
 (:mod:`wid.stream.fca_replay`), sessions their state machine per key
 (:mod:`wid.stream.session_replay`), SPL and Flink windows their operator's firings
-(:mod:`wid.stream.operational_replay`). A kind none serves gets one error naming it.
+(:mod:`wid.stream.operational_replay`), Flink's window operator its firings under the
+punctuations' watermark (:mod:`wid.stream.flink_operator_replay`). A kind none serves gets one
+error naming it.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from wid.errors import WidError
 from wid.windows.aware import Session, SlideByTuple
 from wid.windows.base import WindowSpec
 from wid.windows.flink import Discretization
+from wid.windows.flink_operator import WindowOperator
 from wid.windows.numbers import Number
 from wid.windows.spl import SplWindow
 from wid.windows.context_free import ContextFree
-from wid.stream import fca_replay, fcf_replay, operational_replay, session_replay
+from wid.stream import fca_replay, fcf_replay, flink_operator_replay, operational_replay, session_replay
 from wid.stream.punctuation import Generator
 
 
@@ -74,3 +77,10 @@ def _(spec: Discretization, compiled: CompiledQuery, punctuation: Generator | No
       allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
     return operational_replay.replay(compiled, punctuation, allowed_lateness,
                                      lambda stream: flink.fired(stream, spec))
+
+
+@replay.register
+def _(spec: WindowOperator, compiled: CompiledQuery, punctuation: Generator | None,
+      allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
+    """The firings under the punctuations' watermark, with late elements as Flink's side output."""
+    return flink_operator_replay.replay(compiled, punctuation, allowed_lateness)

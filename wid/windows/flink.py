@@ -25,6 +25,11 @@ from typing import Any, Literal
 from wid.errors import WidError
 from wid.windows.numbers import non_negative, period, positive_whole
 from wid.windows.operational import Operational
+# Flink's window operator of today (assigner, trigger, evictor; its CountTrigger as
+# wid.windows.flink_operator.CountTrigger), re-exported beside the 0.8 discretization:
+from wid.windows.flink_operator import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger,  # noqa: F401
+                                        GlobalWindows, PurgingTrigger, SlidingEventTimeWindows, TimeEvictor,
+                                        TumblingEventTimeWindows, WindowOperator)
 
 Path = Literal["columns", "chain", "scan"]
 
