@@ -16,7 +16,8 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
    of the keys it binds; the end marker goes everywhere. The elements reach the stateful step
    packed into Arrow cells (:mod:`wid.stream.live_input`), a few rows per bucket and batch.
 4. :class:`wid.stream.live_state.PaneProcessor` per bucket (one stateful operator, run by
-   :class:`wid.stream.live_processor.Stateful`): ``row_num``
+   :class:`wid.stream.live_processor.Stateful`; the same step on the JVM, with no Python in the
+   query, where the session has it: :mod:`wid.stream.live_jvm`): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows. Sessions:
    :class:`wid.stream.live_session_state.SessionProcessor`; SPL and Flink windows, whose Bucket
    is the operator's scan (``spec.live_scan``): :class:`wid.stream.live_operational.OperationalProcessor`.
@@ -47,6 +48,7 @@ from wid.errors import WidError
 from wid.spec.base import WindowSpec
 from wid.stream.live_compile import compiled_live
 from wid.stream.live_input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
+from wid.stream.live_jvm import jvm_panes
 from wid.stream.live_layout import bound_type, layout_of, typed
 from wid.stream.live_nan import nan_counts, nan_final
 from wid.stream.live_operational import OperationalProcessor
@@ -193,7 +195,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     else:
         step = PaneProcessor(layout) if sessions is None else SessionProcessor(layout)
     processor = Stateful(step)
-    out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
+    out = None
+    if scan is None and own is None and sessions is None:  # the pane step, on the JVM where the session has it
+        out = jvm_panes(spark, layout, _union(parts), buckets, spread, getattr(compiled.spec, "slide", None))
+    if out is None:
+        out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if sessions is not None:
         first, last = (column(name) for name, _ in partial_names(aggregates)[-2:])
