@@ -34,6 +34,7 @@ EXEMPT = {
     "wid.stream.live_state": ("PaneProcessor",), "wid.stream.live_session_state": ("SessionProcessor",),
     "wid.stream.live_operational": ("OperationalProcessor",), "wid.stream.live_fca": ("SlideProcessor",),
     "wid.stream.live_processor": ("Stateful",), "wid.stream.live_output": ("views_of",),
+    "wid.stream.live_jvm": ("jvm_panes",),
 }
 #: Every module of the package and of the bundled generators (``wid.datasets``, installed from datasets/).
 MODULES = sorted({m.name for path, prefix in ((wid.__path__, "wid."), (datasets.__path__, "wid.datasets."))

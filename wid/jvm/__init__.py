@@ -24,9 +24,12 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 log = logging.getLogger("wid.live")
@@ -91,7 +94,7 @@ def jar_path() -> Path | None:
     with tempfile.TemporaryDirectory(dir=jar.parent) as work:
         classes = Path(work, "classes")
         done = subprocess.run([javac, "--release", "17", "-nowarn", "-cp", f"{jars}/*", "-d", str(classes),
-                               *map(str, sorted(SOURCES.rglob("*.java")))], capture_output=True, text=True)
+                               *map(str, sorted(SOURCES.rglob("*.java")))], capture_output=True, text=True, check=False)
         if done.returncode:
             log.warning(f"wid: the JVM step did not compile ({done.stderr.strip().splitlines()[0]}): live mode uses "
                         "the Python step")
@@ -118,6 +121,27 @@ def unavailable(spark: SparkSession) -> str | None:
         return "a Spark Connect session (its server would need a relation plugin)"
     try:
         jvm.java.lang.Class.forName(STEP, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
-    except Exception:  # py4j's error: the class is not on the session's classpath
+    except Py4JError:  # not on the session's classpath
         return "the session has no wid-live.jar on spark.jars (wid.jvm.jar_path() gives it)"
     return None
+
+
+@contextmanager
+def python_step() -> Iterator[None]:
+    """While open, live queries built run the Python step (``WID_JVM=off``), e.g. to compare the two.
+
+    >>> with python_step():
+    ...     print(unavailable(spark))
+    WID_JVM=off
+    >>> unavailable(spark) is None
+    True
+    """
+    before = os.environ.get(SWITCH)
+    os.environ[SWITCH] = "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[SWITCH]
+        else:
+            os.environ[SWITCH] = before

@@ -4,9 +4,9 @@
 The step is the same as :class:`wid.stream.live_state.PaneProcessor` (its module doc states it)
 and sees the same elements, as Spark rows instead of Arrow cells: Spark's ``transformWithState``
 hands the JVM a bucket's rows with no Python in between. The records of the ``spread`` columns
-that every bucket needs (:mod:`wid.stream.live_input`) reach the other buckets as mark rows,
-every tuple's (a tuple below an earlier record raises no bound: the step skips it). The layout
-travels as JSON (:func:`layout_json`). Sessions, slide-by-tuple, SPL and Flink windows keep
+that every bucket needs reach the other buckets as mark rows, as :func:`wid.stream.live_input.pack`
+sends them (``PaneStep.Route``, a ``mapPartitions`` on the JVM). The layout travels as JSON
+(:func:`layout_json`). Sessions, slide-by-tuple, SPL and Flink windows keep
 their Python steps.
 """
 
@@ -17,12 +17,11 @@ import logging
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.jvm import unavailable
-from wid.stream.live_input import BUCKET, KIND, MARK, TUPLE, bucket_keys
+from wid.stream.live_input import BUCKET, KIND, bucket_keys
 from wid.stream.live_state import KEPT
 from wid.stream.live_windows import Layout, Tagger
 from wid.stream.panes import partial_names
@@ -48,9 +47,9 @@ def periodic(tagger: Tagger, period: int) -> dict[str, list[int]] | None:
     return {name: [int(i) for i in v[:period]] for name, v in zip(("lo", "hi", "closed"), ids)}
 
 
-def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]] | None = None) -> str | None:
+def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]] | None = None) -> dict | None:
     """The step's view of ``layout`` over elements of ``schema`` (column positions), as the JSON
-    ``wid.jvm.PaneStep`` reads; None when a punctuation pattern column is no grouping key.
+    ``wid.jvm.PaneStep`` reads (as a dict); None when a punctuation pattern column is no grouping key.
 
     >>> from pyspark.sql.types import IntegerType, StringType, StructField
     >>> from wid.aggregate.partials import Aggregate
@@ -63,7 +62,7 @@ def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]]
     ...                 pane_schema=StructType([StructField("_wid_p0", LongType())]), closed_schema=StructType(),
     ...                 output=StructType([StructField("kind", StringType()), StructField("k", StringType()),
     ...                                    StructField(WID, LongType()), StructField("_wid_p0", LongType())]))
-    >>> step = json.loads(layout_json(layout, schema))
+    >>> step = layout_json(layout, schema)
     >>> step["keys"], step["pattern_key"], step["partials"], step["result"], step["late"]
     ([3], [0], [{'how': 'count', 'arg': -1, 'type': 'long'}], ['kind', 'k0', 'w', 'a0'], ['kind', 'p1', 'w', None])
     """
@@ -95,7 +94,7 @@ def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]]
             "wildcard": bounds.wildcard, "own": layout.own, "on_all": layout.on_all, "shift": layout.shift,
             "consistent": layout.consistent, "open": layout.open, "partials": parts, "tagger": tagger,
             "result": result, "late": late}
-    return json.dumps(step)
+    return step
 
 
 def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets: int, spread: tuple[str, ...],
@@ -119,13 +118,5 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
     if why is not None:
         log.warning(f"wid: live mode uses the Python step: {why}")
         return None
-    if spread and buckets > 1:  # every tuple's spread columns to every other bucket, as a mark
-        tuples = elements.where(F.col(KIND) == TUPLE)
-        others = F.filter(F.sequence(F.lit(0), F.lit(buckets - 1)), lambda b: b != F.col(BUCKET))
-        given = {"row_num": F.col("row_num"), BUCKET: F.col(BUCKET), KIND: F.lit(MARK), **{c: F.col(c) for c in spread}}
-        marks = tuples.withColumn(BUCKET, F.explode(others))
-        elements = elements.unionByName(marks.select(*[given.get(f.name, F.lit(None)).cast(f.dataType).alias(f.name)
-                                                       for f in elements.schema.fields]))
-    keys = F.array(*[F.lit(k) for k in bucket_keys(buckets)])  # each bucket its own state partition
-    elements = elements.withColumn(BUCKET, F.element_at(keys, F.col(BUCKET) + 1))
-    return DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, step), spark)
+    step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
+    return DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)

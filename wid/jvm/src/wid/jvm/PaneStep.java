@@ -9,6 +9,7 @@ import java.io.Serializable;
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -17,6 +18,7 @@ import java.util.Map;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -114,12 +116,88 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     resultFrom = strings(c.get("result")); lateFrom = strings(c.get("late"));
   }
 
-  /** The step over {@code elements} grouped by their bucket key (an int column): its output rows. */
+  /**
+   * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
+   * state keys: each bucket a partition of its own): its output rows. When every bucket needs the
+   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks.
+   */
   public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
     PaneStep step = new PaneStep(json);
-    int bucket = new ObjectMapper().readTree(json).get("bucket").asInt();
-    return elements.groupByKey((MapFunction<Row, Integer>) r -> r.getInt(bucket), Encoders.INT())
+    JsonNode c = new ObjectMapper().readTree(json);
+    int bucket = c.get("bucket").asInt();
+    int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
+    Dataset<Row> routed = spread.length == 0 || keys.length == 1 ? elements
+        : elements.mapPartitions(new Route(bucket, step.kind, step.rowNum, keys.length, spread),
+                                 Encoders.row(elements.schema()));
+    return routed.groupByKey((MapFunction<Row, Integer>) r -> keys[r.getInt(bucket)], Encoders.INT())
         .transformWithState(step, TimeMode.None(), OutputMode.Append(), Encoders.row(step.output));
+  }
+
+  /**
+   * The elements as they are and, per chunk of a partition, the tuples that carry a record of a
+   * spread column (above every earlier tuple of the chunk in row_num order) and the chunk's last
+   * tuple, as mark rows (row_num, the spread columns, kind 1) to every other bucket: what
+   * wid.stream.live_input.pack sends them.
+   */
+  static final class Route implements MapPartitionsFunction<Row, Row> {
+    static final int CHUNK = 8192;
+    private final int bucket, kind, rowNum, buckets;
+    private final int[] spread;
+
+    Route(int bucket, int kind, int rowNum, int buckets, int[] spread) {
+      this.bucket = bucket; this.kind = kind; this.rowNum = rowNum; this.buckets = buckets; this.spread = spread;
+    }
+
+    @Override
+    public java.util.Iterator<Row> call(java.util.Iterator<Row> input) {
+      return new java.util.Iterator<Row>() {
+        private java.util.Iterator<Row> chunk = Collections.emptyIterator();
+
+        @Override
+        public boolean hasNext() {
+          while (!chunk.hasNext() && input.hasNext()) chunk = chunkOf(input).iterator();
+          return chunk.hasNext();
+        }
+
+        @Override
+        public Row next() {
+          if (!hasNext()) throw new java.util.NoSuchElementException();
+          return chunk.next();
+        }
+      };
+    }
+
+    private List<Row> chunkOf(java.util.Iterator<Row> input) {
+      ArrayList<Row> rows = new ArrayList<>();
+      while (rows.size() < CHUNK && input.hasNext()) rows.add(input.next());
+      ArrayList<Row> tuples = new ArrayList<>();
+      for (Row r : rows) if (r.getInt(kind) == TUPLE) tuples.add(r);
+      tuples.sort(Comparator.comparingLong(r -> r.getLong(rowNum)));
+      long[] high = new long[spread.length];
+      Arrays.fill(high, NONE);
+      ArrayList<Row> out = new ArrayList<>(rows);
+      for (int t = 0; t < tuples.size(); t++) {
+        Row r = tuples.get(t);
+        boolean record = t == tuples.size() - 1;
+        for (int i = 0; i < spread.length; i++) {
+          if (!r.isNullAt(spread[i]) && r.getLong(spread[i]) > high[i]) {
+            record = true;
+            high[i] = r.getLong(spread[i]);
+          }
+        }
+        if (!record) continue;
+        for (int b = 0; b < buckets; b++) {
+          if (b == r.getInt(bucket)) continue;
+          Object[] mark = new Object[r.length()];
+          mark[rowNum] = r.get(rowNum);
+          mark[bucket] = b;
+          mark[kind] = MARK;
+          for (int i : spread) mark[i] = r.get(i);
+          out.add(RowFactory.create(mark));
+        }
+      }
+      return out;
+    }
   }
 
   @Override
