@@ -15,7 +15,7 @@ import zipfile
 
 import pytest
 from chispa import assert_approx_df_equality, assert_df_equality
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from live_jobs import run_in_waves
 from pyspark.sql import DataFrame
@@ -65,9 +65,10 @@ def generator(name: str, punctuations: DataFrame):
 
 
 def query(window: str, view: str = VIEW) -> str:
-    if "PATTR" in window:
-        return f"SELECT k, {AGGREGATES} FROM {view} {window}"
-    return f"SELECT k, {AGGREGATES} FROM {view} {window}" + ("" if "ROWS" in window else " GROUP BY k")
+    """The query of the aggregates over ``window``: per key ``k`` (a ROWS window's partition, or GROUP BY)."""
+    if "ROWS" in window:
+        return f"SELECT {'k, ' if 'PATTR' in window else ''}{AGGREGATES} FROM {view} {window}"
+    return f"SELECT k, {AGGREGATES} FROM {view} {window} GROUP BY k"
 
 
 def on_jvm(job: Live) -> bool:
@@ -89,12 +90,16 @@ def assert_same(got: tuple[DataFrame, DataFrame], expected: tuple[DataFrame, Dat
     assert_df_equality(got[1], expected[1], ignore_row_order=True, ignore_nullable=True)
 
 
+CASES = [(window, name) for window, names in WINDOWS.items() for name in names]
+
+
 @pytest.mark.slow
 @settings(max_examples=3)
-@given(window=st.sampled_from(list(WINDOWS)), data=st.data(), seed=st.integers(0, 10**6),
-       parts=st.integers(1, 4), buckets=st.integers(1, 3))
-def test_jvm_step_equals_replay_and_the_python_step(spark, tmp_path_factory, window, data, seed, parts, buckets):
-    name = data.draw(st.sampled_from(WINDOWS[window]))
+@given(case=st.sampled_from(CASES), seed=st.integers(0, 10**6), parts=st.integers(1, 4), buckets=st.integers(1, 3))
+@example(case=("[RANGE UNBOUNDED SLIDE 3 WATTR x]", "slack"), seed=3, parts=3, buckets=3)  # both columns spread
+@example(case=("[RANGE 2 ROWS SLIDE 3 ROWS WATTR row_num]", "end_only"), seed=4, parts=3, buckets=2)  # one bucket counts
+def test_jvm_step_equals_replay_and_the_python_step(spark, tmp_path_factory, case, seed, parts, buckets):
+    window, name = case
     everything = spark.createDataFrame(rows(seed, 60), COLUMNS)
     everything.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView(VIEW)
     work = tmp_path_factory.mktemp("jvm")
