@@ -1,4 +1,4 @@
-"""Live mode's pane step on the JVM (wid.jvm, wid.stream.live_jvm): where the session has the jar
+"""Live mode's pane step on the JVM (wid.jvm, wid.stream.live.jvm): where the session has the jar
 (tests/conftest.py's session, started by wid.session.local_session, does), a live query of a
 sliding, tumbling, landmark or ROWS window runs ``wid.jvm.PaneStep`` in Spark's own
 ``transformWithState``. Its sink equals ``wid.replay`` (results with ``emit_row``, every late row)
@@ -22,9 +22,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid import jvm, punctuate
-from wid.stream import live_run
-from wid.stream.live import live
-from wid.stream.live_output import Live
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
+from wid.stream.live.output import Live
 from wid.stream.replay import replay
 
 VIEW = "wid_live_jvm"

@@ -33,10 +33,10 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Live mode's pane step on the JVM: the same step as wid.stream.live_state.PaneProcessor (its
+ * Live mode's pane step on the JVM: the same step as wid.stream.live.state.PaneProcessor (its
  * module doc states it), per hash bucket and micro-batch, window-agnostic: it sees row_num, a
  * kind (0 tuple, 1 mark, 2 punctuation, 3 end), keys, wid_lo/wid_hi, values and wid_closed,
- * never the window spec. The layout comes as JSON (wid.stream.live_jvm.layout_json); the
+ * never the window spec. The layout comes as JSON (wid.stream.live.jvm.layout_json); the
  * bucket's state is one value-state cell (a serialized {@link Bucket}), read and written once per
  * micro-batch. A check that fails throws an IllegalArgumentException whose message starts with
  * "wid: " (live_run names it as a WidError).
@@ -137,7 +137,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
    * The elements as they are and, per chunk of a partition, the tuples that carry a record of a
    * spread column (above every earlier tuple of the chunk in row_num order) and the chunk's last
    * tuple, as mark rows (row_num, the spread columns, kind 1) to every other bucket: what
-   * wid.stream.live_input.pack sends them.
+   * wid.stream.live.input.pack sends them.
    */
   static final class Route implements MapPartitionsFunction<Row, Row> {
     static final int CHUNK = 8192;
