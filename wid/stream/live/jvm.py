@@ -22,9 +22,9 @@ from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, Str
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.jvm import unavailable
 from wid.stream.live.input import BUCKET, KIND, bucket_keys
+from wid.stream.live.panes import partial_names
 from wid.stream.live.state import KEPT
 from wid.stream.live.windows import Layout, Tagger
-from wid.stream.live.panes import partial_names
 
 log = logging.getLogger("wid.live")
 _TYPES = {LongType: "long", DoubleType: "double", DecimalType: "decimal"}
