@@ -86,8 +86,9 @@ def local_session(
 ) -> SparkSession:
     """Start (or reuse) an embedded Spark session bound to 127.0.0.1 only.
 
-    Defaults: live mode's JVM step on ``spark.jars`` (:func:`wid.jvm.jar_path`), UTC session time zone, 4 shuffle partitions, Arrow and AQE on,
-    no UI or progress bar, 4g driver memory, WARN logging, 120 s for Python workers to connect back. ``conf`` entries override them.
+    Defaults: live mode's JVM step on ``spark.jars`` (:func:`wid.jvm.jar_path`), UTC session time
+    zone, 4 shuffle partitions, Arrow and AQE on, no UI or progress bar, 4g driver memory, WARN
+    logging, 120 s for Python workers to connect back. ``conf`` entries override them.
 
     >>> local_session() is spark  # the running session, reused
     True
