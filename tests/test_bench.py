@@ -32,24 +32,26 @@ def test_replay_vs_query_times_the_query_and_both_outputs_of_replay(spark):
 @pytest.mark.slow
 def test_live_bench_reports_both_engines_with_the_machine_load(spark):
     lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2)
-    assert len(lines) == 4 and "load average" in lines[0]
-    assert lines[1].startswith("wid live (slack): ") and lines[2].startswith("spark window + watermark: ")
-    assert all("rows/s" in line for line in lines[1:3]) and "state rows max" in lines[2]
+    assert len(lines) == 6 and "load average" in lines[0]
+    assert lines[1].startswith("wid live, JVM step (slack): ") and lines[2].startswith("wid live, Python step (slack): ")
+    assert lines[3].startswith("spark window + watermark: ")
+    assert all("rows/s" in line for line in lines[1:4]) and "state rows max" in lines[3]
     # wid's state, read back from its checkpoint: the open panes, at most range/slide per key
     # (nondecreasing ts, so nothing older stays open), and some open after each file
-    panes = int(re.search(r"state: (\d+) panes max", lines[1]).group(1))
+    panes = int(re.search(r"state: (\d+) panes max", lines[2]).group(1))
     assert 5 <= panes <= 5 * 3
-    assert lines[3].startswith("wid live / spark: ")
+    assert lines[4].startswith("wid live, JVM step / spark: ") and lines[5].startswith("wid live, Python step / spark: ")
 
 
 @pytest.mark.slow
 def test_live_session_bench_reports_both_engines(spark):
     lines = live_bench(spark, rows=2000, segments=5, gap=1, files=2)
     assert len(lines) == 4 and "[SESSION 1]" in lines[0]
-    assert lines[1].startswith("wid live (slack): ") and lines[2].startswith("spark session_window + watermark: ")
+    assert lines[1].startswith("wid live, Python step (slack): ")
+    assert lines[2].startswith("spark session_window + watermark: ")
     # open sessions: at most a few per key at a time (an emitted one is forgotten)
     assert 1 <= int(re.search(r"state: (\d+) panes max", lines[1]).group(1)) <= 5 * 3
-    assert lines[3].startswith("wid live / spark: ")
+    assert lines[3].startswith("wid live, Python step / spark: ")
 
 
 @pytest.mark.slow

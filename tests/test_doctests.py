@@ -34,6 +34,7 @@ EXEMPT = {
     "wid.stream.live.state": ("PaneProcessor",), "wid.stream.live.sessions.state": ("SessionProcessor",),
     "wid.stream.live.operational": ("OperationalProcessor",), "wid.stream.live.fca": ("SlideProcessor",),
     "wid.stream.live.processor": ("Stateful",), "wid.stream.live.output": ("views_of",),
+    "wid.stream.live.jvm": ("jvm_panes",),
 }
 #: Every module of the package and of the bundled generators (``wid.datasets``, installed from datasets/).
 MODULES = sorted({m.name for path, prefix in ((wid.__path__, "wid."), (datasets.__path__, "wid.datasets."))

@@ -12,6 +12,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from wid.errors import WidError
+from wid.jvm import jar_path
 
 _NO_JAVA = (
     "no Java runtime found: install a JDK 17 (e.g. `apt-get install openjdk-17-jre-headless`) "
@@ -85,8 +86,9 @@ def local_session(
 ) -> SparkSession:
     """Start (or reuse) an embedded Spark session bound to 127.0.0.1 only.
 
-    Defaults: UTC session time zone, 4 shuffle partitions, Arrow and AQE on,
-    no UI or progress bar, 4g driver memory, WARN logging, 120 s for Python workers to connect back. ``conf`` entries override them.
+    Defaults: live mode's JVM step on ``spark.jars`` (:func:`wid.jvm.jar_path`), UTC session time
+    zone, 4 shuffle partitions, Arrow and AQE on, no UI or progress bar, 4g driver memory, WARN
+    logging, 120 s for Python workers to connect back. ``conf`` entries override them.
 
     >>> local_session() is spark  # the running session, reused
     True
@@ -111,6 +113,9 @@ def local_session(
         "spark.python.authenticate.socketTimeout": "120s",
         **(conf or {}),
     }
+    jar = jar_path()  # live mode's JVM step (None: the Python step, said in one line)
+    if jar is not None:
+        settings["spark.jars"] = ",".join(filter(None, [settings.get("spark.jars"), str(jar)]))
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from pyspark.sql import Column, SparkSession
@@ -26,12 +27,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
+from wid.jvm import python_step, unavailable
 from wid.stream.live import run as live_run
 from wid.stream.live.job import END_COLUMN, live
 from wid.stream.punctuate import slack
 from wid.stream.live.state_rows import frame_rows
 
 WID_CHECKPOINT = "wid_checkpoint"
+JVM, PYTHON = "wid live, JVM step (slack)", "wid live, Python step (slack)"
 
 
 def _timed(start: Callable[[], StreamingQuery]) -> tuple[float, list[dict]]:
@@ -80,12 +83,17 @@ def _windows(range_s: int, slide_s: int, gap: int | None) -> tuple[str, Column]:
 
 def _queries(spark: SparkSession, work: Path, rows: int, segments: int, windows: tuple[str, Column], delay: int,
              files: int, buckets: int) -> dict[str, Callable[[], StreamingQuery]]:
-    """wid live and Spark's window() over the same ``files`` files of ``rows`` generated rows."""
+    """wid live (the JVM step where the session has it, and the Python step) and Spark's window()
+    over the same ``files`` files of ``rows`` generated rows."""
     data = traffic(spark, rows, segments=segments)
     live_run.split_into_files(data, work / "in", files)
     clause, window = windows
     text = f"SELECT seg_id, count(*) AS n, max(speed) AS top FROM traffic {clause} GROUP BY seg_id"
-    job = live(spark, text, live_run.source(spark, work / "in"), slack(delay), buckets=buckets)
+    jobs = {}
+    if "SESSION" not in clause and unavailable(spark) is None:
+        jobs[JVM] = live(spark, text, live_run.source(spark, work / "in"), slack(delay), buckets=buckets)
+    with python_step():
+        jobs[PYTHON] = live(spark, text, live_run.source(spark, work / "in"), slack(delay), buckets=buckets)
     stream = live_run.source(spark, work / "in").where(~F.col(END_COLUMN))
     windowed = (stream.withWatermark("ts", f"{delay} seconds").groupBy(window, "seg_id")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("speed").alias("top")))
@@ -97,8 +105,13 @@ def _queries(spark: SparkSession, work: Path, rows: int, segments: int, windows:
                     .start(str(work / "spark_out")))
 
     spark_name = "spark session_window" if "SESSION" in clause else "spark window"
-    return {"wid live (slack)": lambda: live_run.start(job, work / "wid_out", work / WID_CHECKPOINT),
+    return {**{name: partial(live_run.start, job, work / f"{name}_out", work / _checkpoint(name))
+               for name, job in jobs.items()},
             f"{spark_name} + watermark": spark_query}
+
+
+def _checkpoint(name: str) -> str:
+    return WID_CHECKPOINT + ("_jvm" if name == JVM else "")
 
 
 def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int = 60, slide_s: int = 20,
@@ -112,18 +125,22 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
             _timed(start)
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
-        (wid_seconds, wid_progress), (spark_seconds, spark_progress) = timings.values()
         checkpoint = Path(work) / "run" / WID_CHECKPOINT
-        sizes = [("panes", _pane_rows(spark, checkpoint, wid_progress)), ("state rows", _state_rows(spark_progress))]
+        panes = _pane_rows(spark, checkpoint, timings[PYTHON][1])
+        spark_name, (spark_seconds, spark_progress) = list(timings.items())[-1]
+        sizes = {PYTHON: (panes, "panes"), spark_name: (_state_rows(spark_progress), "state rows")}
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
              f"after a warm-up, load average {load:.2f} before the warm-up"]
-    for (name, (seconds, progress)), (what, n) in zip(timings.items(), sizes):  # wid, then Spark
+    for name, (seconds, progress) in timings.items():  # wid's steps, then Spark
+        n, what = sizes.get(name, (panes, "panes (the Python step's: the same step)"))
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
                      f"({_steady(progress):,.0f} rows/s after the first batch); state: {n} {what} max "
                      f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
-    lines.append(f"wid live / spark: {spark_seconds / wid_seconds:.2f}x throughput "
-                 f"({_steady(wid_progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
+    for name in [n for n in (JVM, PYTHON) if n in timings]:
+        seconds, progress = timings[name]
+        lines.append(f"{name.split(' (')[0]} / spark: {spark_seconds / seconds:.2f}x throughput "
+                     f"({_steady(progress) / (_steady(spark_progress) or 1):.2f}x after the first batch)")
     return lines

@@ -16,7 +16,8 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
    of the keys it binds; the end marker goes everywhere. The elements reach the stateful step
    packed into Arrow cells (:mod:`wid.stream.live.input`), a few rows per bucket and batch.
 4. :class:`wid.stream.live.state.PaneProcessor` per bucket (one stateful operator, run by
-   :class:`wid.stream.live.processor.Stateful`): ``row_num``
+   :class:`wid.stream.live.processor.Stateful`; the same step on the JVM, with no Python in the
+   query, where the session has it: :mod:`wid.stream.live.jvm`): ``row_num``
    order, marks as punctuations, panes, emission at punctuations, late rows. Sessions:
    :class:`wid.stream.live.sessions.state.SessionProcessor`; SPL and Flink windows, whose Bucket
    is the operator's scan (``spec.live_scan``): :class:`wid.stream.live.operational.OperationalProcessor`.
@@ -48,6 +49,7 @@ from wid.windows.base import WindowSpec
 from wid.stream.live.compile import compiled_live
 from wid.stream.live.kinds import live_extents, live_scan, live_step, sessions
 from wid.stream.live.input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
+from wid.stream.live.jvm import jvm_panes
 from wid.stream.live.layout import bound_type, layout_of, typed
 from wid.stream.live.nan import nan_counts, nan_final
 from wid.stream.live.operational import OperationalProcessor
@@ -194,7 +196,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     else:
         step = PaneProcessor(layout) if formed is None else SessionProcessor(layout)
     processor = Stateful(step)
-    out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
+    out = None
+    if scan is None and own is None and formed is None:  # the pane step, on the JVM where the session has it
+        out = jvm_panes(spark, layout, _union(parts), buckets, spread, compiled.spec.slide if positional else None)
+    if out is None:
+        out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if formed is not None:
         first, last = (column(name) for name, _ in partial_names(aggregates)[-2:])

@@ -1,0 +1,649 @@
+package wid.jvm;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.io.Serializable;
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.streaming.StatefulProcessor;
+import org.apache.spark.sql.streaming.TTLConfig;
+import org.apache.spark.sql.streaming.TimeMode;
+import org.apache.spark.sql.streaming.TimerValues;
+import org.apache.spark.sql.streaming.ValueState;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * Live mode's pane step on the JVM: the same step as wid.stream.live.state.PaneProcessor (its
+ * module doc states it), per hash bucket and micro-batch, window-agnostic: it sees row_num, a
+ * kind (0 tuple, 1 mark, 2 punctuation, 3 end), keys, wid_lo/wid_hi, values and wid_closed,
+ * never the window spec. The layout comes as JSON (wid.stream.live.jvm.layout_json); the
+ * bucket's state is one value-state cell (a serialized {@link Bucket}), read and written once per
+ * micro-batch. A check that fails throws an IllegalArgumentException whose message starts with
+ * "wid: " (live_run names it as a WidError).
+ */
+public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
+  static final int TUPLE = 0, MARK = 1, PUNCTUATION = 2, END = 3;
+  static final long NONE = Long.MIN_VALUE, OPEN = Long.MAX_VALUE - 1;
+
+  /** The bucket's state: panes, the bound table, pending marks, ROWS counts, the last element, top. */
+  static final class Bucket implements Serializable {
+    private static final long serialVersionUID = 1L;
+    String layout;
+    HashMap<List<Object>, Object[]> panes = new HashMap<>();
+    HashMap<List<Object>, Long> bounds = new HashMap<>();
+    ArrayList<long[]> pending = new ArrayList<>();
+    HashMap<List<Object>, Long> counts = new HashMap<>();
+    long[] last;  // row_num, kind, high (NONE: none)
+    long top = NONE;
+  }
+
+  /** A tuple of the batch with its range and own punctuation (null: none). */
+  static final class Tuple {
+    final Row row;
+    long lo, hi;
+    Long closed;
+    long c = NONE;
+    Tuple(Row row) { this.row = row; }
+  }
+
+  /** A punctuation: row_num, kind (for the order), pattern values, the windows it closes. */
+  static final class Punctuation {
+    final long rowNum;
+    final int kind;
+    final Object[] values;
+    final long closed;
+    Punctuation(long rowNum, int kind, Object[] values, long closed) {
+      this.rowNum = rowNum; this.kind = kind; this.values = values; this.closed = closed;
+    }
+  }
+
+  private final String layoutJson;
+  private final StructType output;
+  private final int rowNum, kind, lo, hi, closed, kept;
+  private final int[] keys, payload, pattern, present, patternKey;
+  private final boolean[][] shapes;  // per shape: which pattern columns it binds
+  private final boolean wildcard, own, onAll, consistent, open;
+  private final long shift;
+  private final String[] how, type;
+  private final int[] arg;
+  private final long[] tagLo, tagHi, tagClosed;
+  private final String[] resultFrom, lateFrom;
+  private transient ValueState<byte[]> state;
+
+  public PaneStep(String json) throws IOException {
+    JsonNode c = new ObjectMapper().readTree(json);
+    layoutJson = json;
+    output = (StructType) DataType.fromJson(c.get("output").toString());
+    rowNum = c.get("row_num").asInt(); kind = c.get("kind").asInt(); lo = c.get("lo").asInt();
+    hi = c.get("hi").asInt(); closed = c.get("closed").asInt(); kept = c.get("kept").asInt();
+    keys = ints(c.get("keys")); payload = ints(c.get("payload")); pattern = ints(c.get("pattern"));
+    present = ints(c.get("present")); patternKey = ints(c.get("pattern_key"));
+    JsonNode s = c.get("shapes");
+    shapes = new boolean[s.size()][pattern.length];
+    for (int i = 0; i < s.size(); i++) for (JsonNode p : s.get(i)) shapes[i][p.asInt()] = true;
+    wildcard = c.get("wildcard").asBoolean(); own = c.get("own").asBoolean(); onAll = c.get("on_all").asBoolean();
+    consistent = c.get("consistent").asBoolean(); open = c.get("open").asBoolean(); shift = c.get("shift").asLong();
+    JsonNode parts = c.get("partials");
+    how = new String[parts.size()]; type = new String[parts.size()]; arg = new int[parts.size()];
+    for (int i = 0; i < parts.size(); i++) {
+      how[i] = parts.get(i).get("how").asText(); type[i] = parts.get(i).get("type").asText();
+      arg[i] = parts.get(i).get("arg").asInt();
+    }
+    JsonNode t = c.get("tagger");
+    tagLo = t.isNull() ? null : longs(t.get("lo"));
+    tagHi = t.isNull() ? null : longs(t.get("hi"));
+    tagClosed = t.isNull() ? null : longs(t.get("closed"));
+    resultFrom = strings(c.get("result")); lateFrom = strings(c.get("late"));
+  }
+
+  /**
+   * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
+   * state keys: each bucket a partition of its own): its output rows. When every bucket needs the
+   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks.
+   */
+  public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
+    PaneStep step = new PaneStep(json);
+    JsonNode c = new ObjectMapper().readTree(json);
+    int bucket = c.get("bucket").asInt();
+    int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
+    Dataset<Row> routed = spread.length == 0 || keys.length == 1 ? elements
+        : elements.mapPartitions(new Route(bucket, step.kind, step.rowNum, keys.length, spread),
+                                 Encoders.row(elements.schema()));
+    return routed.groupByKey((MapFunction<Row, Integer>) r -> keys[r.getInt(bucket)], Encoders.INT())
+        .transformWithState(step, TimeMode.None(), OutputMode.Append(), Encoders.row(step.output));
+  }
+
+  /**
+   * The elements as they are and, per chunk of a partition, the tuples that carry a record of a
+   * spread column (above every earlier tuple of the chunk in row_num order) and the chunk's last
+   * tuple, as mark rows (row_num, the spread columns, kind 1) to every other bucket: what
+   * wid.stream.live.input.pack sends them.
+   */
+  static final class Route implements MapPartitionsFunction<Row, Row> {
+    static final int CHUNK = 8192;
+    private final int bucket, kind, rowNum, buckets;
+    private final int[] spread;
+
+    Route(int bucket, int kind, int rowNum, int buckets, int[] spread) {
+      this.bucket = bucket; this.kind = kind; this.rowNum = rowNum; this.buckets = buckets; this.spread = spread;
+    }
+
+    @Override
+    public java.util.Iterator<Row> call(java.util.Iterator<Row> input) {
+      return new java.util.Iterator<Row>() {
+        private java.util.Iterator<Row> chunk = Collections.emptyIterator();
+
+        @Override
+        public boolean hasNext() {
+          while (!chunk.hasNext() && input.hasNext()) chunk = chunkOf(input).iterator();
+          return chunk.hasNext();
+        }
+
+        @Override
+        public Row next() {
+          if (!hasNext()) throw new java.util.NoSuchElementException();
+          return chunk.next();
+        }
+      };
+    }
+
+    private List<Row> chunkOf(java.util.Iterator<Row> input) {
+      ArrayList<Row> rows = new ArrayList<>();
+      while (rows.size() < CHUNK && input.hasNext()) rows.add(input.next());
+      ArrayList<Row> tuples = new ArrayList<>();
+      for (Row r : rows) if (r.getInt(kind) == TUPLE) tuples.add(r);
+      tuples.sort(Comparator.comparingLong(r -> r.getLong(rowNum)));
+      long[] high = new long[spread.length];
+      Arrays.fill(high, NONE);
+      ArrayList<Row> out = new ArrayList<>(rows);
+      for (int t = 0; t < tuples.size(); t++) {
+        Row r = tuples.get(t);
+        boolean record = t == tuples.size() - 1;
+        for (int i = 0; i < spread.length; i++) {
+          if (!r.isNullAt(spread[i]) && r.getLong(spread[i]) > high[i]) {
+            record = true;
+            high[i] = r.getLong(spread[i]);
+          }
+        }
+        if (!record) continue;
+        for (int b = 0; b < buckets; b++) {
+          if (b == r.getInt(bucket)) continue;
+          Object[] mark = new Object[r.length()];
+          mark[rowNum] = r.get(rowNum);
+          mark[bucket] = b;
+          mark[kind] = MARK;
+          for (int i : spread) mark[i] = r.get(i);
+          out.add(RowFactory.create(mark));
+        }
+      }
+      return out;
+    }
+  }
+
+  @Override
+  public void init(OutputMode outputMode, TimeMode timeMode) {
+    state = getHandle().getValueState("bucket", Encoders.BINARY(), TTLConfig.NONE());
+  }
+
+  @Override
+  public scala.collection.Iterator<Row> handleInputRows(Integer key, scala.collection.Iterator<Row> rows,
+                                                        TimerValues timerValues) {
+    ArrayList<Row> events = new ArrayList<>();
+    while (rows.hasNext()) events.add(rows.next());
+    ArrayList<Row> out = new ArrayList<>();
+    if (!events.isEmpty()) {
+      Bucket b = load();
+      step(b, events, out);
+      store(b);
+    }
+    return scala.jdk.javaapi.CollectionConverters.asScala(out.iterator());
+  }
+
+  private void step(Bucket b, ArrayList<Row> events, List<Row> out) {
+    for (Row r : events) {
+      if (r.isNullAt(rowNum)) throw wid("a tuple or punctuation with a NULL row_num: arrival order needs one");
+    }
+    events.sort(Comparator.comparingLong((Row r) -> r.getLong(rowNum)).thenComparingInt(r -> r.getInt(kind)));
+    boolean end = false;
+    for (Row r : events) end |= r.getInt(kind) == END;
+    List<Punctuation> due = sequence(b, events, end);
+    ArrayList<Tuple> tuples = new ArrayList<>();
+    for (Row r : events) {
+      if (r.getInt(kind) != TUPLE) continue;
+      Tuple t = new Tuple(r);
+      t.lo = r.isNullAt(lo) ? 0 : r.getLong(lo);
+      t.hi = r.isNullAt(hi) ? 0 : r.getLong(hi);
+      t.closed = r.isNullAt(closed) ? null : r.getLong(closed);
+      tuples.add(t);
+    }
+    if (tagLo != null) tuples = positioned(b, tuples);
+    if (open) {
+      ArrayList<Tuple> keptOnes = new ArrayList<>();
+      for (Tuple t : tuples) if (isKept(t.row)) { t.hi = OPEN; keptOnes.add(t); }
+      tuples = keptOnes;
+    }
+    ArrayList<Punctuation> punctuations = new ArrayList<>();
+    for (Row r : events) {
+      if (r.getInt(kind) == PUNCTUATION && !r.isNullAt(closed)) {
+        punctuations.add(new Punctuation(r.getLong(rowNum), PUNCTUATION, patternOf(r), r.getLong(closed)));
+      }
+    }
+    punctuations.addAll(due);
+    if (own) {
+      for (Tuple t : tuples) {
+        if (t.closed != null) punctuations.add(new Punctuation(t.row.getLong(rowNum), TUPLE, patternOf(t.row), t.closed));
+      }
+    }
+    punctuations.sort(Comparator.comparingLong((Punctuation p) -> p.rowNum).thenComparingInt(p -> p.kind));
+    long top = open ? top(b, events, punctuations) : NONE;
+    advance(b, tuples, punctuations, end, top, out);
+  }
+
+  /** Steps 1 and 2: the order check, the last element, marks on all keys due as punctuations. */
+  private List<Punctuation> sequence(Bucket b, List<Row> events, boolean end) {
+    Row head = events.get(0);
+    long headRow = head.getLong(rowNum);
+    if (b.last != null && b.last[1] == END) throw wid("row_num " + headRow + " arrives after the end-of-stream marker");
+    if (b.last != null && (headRow < b.last[0] || (headRow == b.last[0] && head.getInt(kind) <= b.last[1]))) {
+      throw wid("row_num " + headRow + " arrives after row_num " + b.last[0]
+          + " of an earlier micro-batch (row_num must not go backwards)");
+    }
+    int ends = 0;
+    for (Row r : events) ends += r.getInt(kind) == END ? 1 : 0;
+    if (ends > 1 || (ends == 1 && events.get(events.size() - 1).getInt(kind) != END)) {
+      throw wid("the end-of-stream marker must be the last element of the stream");
+    }
+    long high = b.last == null ? NONE : b.last[2];
+    ArrayList<Punctuation> due = new ArrayList<>();
+    if (onAll) {
+      ArrayList<long[]> candidates = new ArrayList<>(b.pending);
+      for (Row r : events) {
+        if (r.getInt(kind) <= MARK && !r.isNullAt(closed)) candidates.add(new long[] {r.getLong(rowNum) + shift, r.getLong(closed)});
+      }
+      candidates.sort(Comparator.comparingLong(m -> m[0]));
+      long reached = events.get(events.size() - 1).getLong(rowNum);
+      long before = high;
+      ArrayList<long[]> waiting = new ArrayList<>();
+      for (long[] m : candidates) {
+        if (m[1] > before) {
+          if (m[0] <= reached || end) {
+            due.add(new Punctuation(m[0], PUNCTUATION, new Object[2 * pattern.length], m[1]));
+            high = Math.max(high, m[1]);
+          } else {
+            waiting.add(m);
+          }
+        }
+        before = Math.max(before, m[1]);
+      }
+      b.pending = waiting;
+    }
+    Row tail = events.get(events.size() - 1);
+    b.last = new long[] {tail.getLong(rowNum), tail.getInt(kind), high};
+    return due;
+  }
+
+  /** ROWS windows: positions per partition (the pattern), ids and the implied punctuation. */
+  private ArrayList<Tuple> positioned(Bucket b, List<Tuple> tuples) {
+    HashMap<List<Object>, Boolean> seen = new HashMap<>();
+    for (Tuple t : tuples) {
+      List<Object> id = new ArrayList<>(Arrays.asList(patternOf(t.row)));
+      id.add(t.row.getLong(rowNum));
+      if (seen.put(id, Boolean.TRUE) != null) {
+        throw wid("duplicate row_num=" + t.row.getLong(rowNum) + ": arrival order needs a unique row_num");
+      }
+    }
+    ArrayList<Tuple> out = new ArrayList<>();
+    long period = tagLo.length;
+    for (Tuple t : tuples) {
+      List<Object> part = Arrays.asList(patternOf(t.row));
+      long x = b.counts.getOrDefault(part, 0L);
+      b.counts.put(new ArrayList<>(part), x + 1);
+      long n = Math.floorDiv(x, period);
+      int m = (int) (x - n * period);
+      t.lo = tagLo[m] + n; t.hi = tagHi[m] + n; t.closed = tagClosed[m] + n;
+      if (t.lo <= t.hi && isKept(t.row)) out.add(t);
+    }
+    return out;
+  }
+
+  /** Open ranges: the largest wid_lo so far; a punctuation beyond it at its arrival is an error. */
+  private long top(Bucket b, List<Row> events, List<Punctuation> punctuations) {
+    long running = b.top;
+    int i = 0;
+    for (Punctuation p : punctuations) {
+      for (; i < events.size() && events.get(i).getLong(rowNum) <= p.rowNum; i++) running = raise(running, events.get(i));
+      if (p.closed > running) {
+        throw wid("a punctuation at row_num " + p.rowNum + " closes window " + p.closed + " of a landmark window, "
+            + "beyond the stream's largest window so far (" + running + "): live mode cannot tell which of them the "
+            + "rest of the stream opens (replay it, or punctuate from the data: slack, ordered_by, heartbeat on the "
+            + "data clock)");
+      }
+    }
+    for (; i < events.size(); i++) running = raise(running, events.get(i));
+    b.top = running;
+    return running;
+  }
+
+  private long raise(long running, Row r) {
+    return r.getInt(kind) <= MARK && !r.isNullAt(lo) ? Math.max(running, r.getLong(lo)) : running;
+  }
+
+  /** Steps 3 and 4: C per tuple, late rows and panes, the windows the batch closes. */
+  private void advance(Bucket b, List<Tuple> tuples, List<Punctuation> punctuations, boolean end, long top,
+                       List<Row> out) {
+    int ti = 0, pi = 0;
+    while (ti < tuples.size() || pi < punctuations.size()) {  // tuples first at equal (row_num, kind)
+      boolean tupleNext = pi == punctuations.size() || (ti < tuples.size() && !before(punctuations.get(pi), tuples.get(ti)));
+      if (tupleNext) {
+        Tuple t = tuples.get(ti++);
+        t.c = closedFor(b.bounds, patternOf(t.row));
+      } else {
+        Punctuation p = punctuations.get(pi++);
+        for (int sid = 0; sid < shapes.length; sid++) {
+          if (inShape(p.values, sid)) b.bounds.merge(boundKey(sid, p.values), p.closed, Math::max);
+        }
+      }
+    }
+    for (Tuple t : tuples) {
+      boolean late = t.c >= t.lo;
+      long onLo = consistent ? (late ? t.hi + 1 : t.lo) : Math.max(t.lo, t.c == NONE ? NONE : t.c + 1);
+      long lateHi = consistent ? t.hi : Math.min(t.hi, t.c);
+      if (late) for (long w = t.lo; w <= lateHi; w++) out.add(lateRow(t.row, w));
+      if (onLo <= t.hi) {
+        List<Object> pane = keysOf(t.row);
+        pane.add(onLo);
+        pane.add(t.hi);
+        b.panes.merge(pane, tuplePartials(t.row), this::combine);
+      }
+    }
+    HashMap<List<Object>, Object[]> windows = new HashMap<>();
+    HashMap<List<Object>, Object[]> left = new HashMap<>();
+    int k = keys.length;
+    for (Map.Entry<List<Object>, Object[]> e : b.panes.entrySet()) {
+      List<Object> pane = e.getKey();
+      long pLo = (Long) pane.get(k), pHi = (Long) pane.get(k + 1);
+      long upTo = end ? Long.MAX_VALUE : closedFor(b.bounds, patternOfKeys(pane));
+      if (open && pHi == OPEN) upTo = Math.min(upTo, top);
+      long last = Math.min(pHi, upTo);
+      for (long w = pLo; w <= last && w >= pLo; w++) {
+        List<Object> window = new ArrayList<>(pane.subList(0, k));
+        window.add(w);
+        windows.merge(window, e.getValue().clone(), this::combine);
+        if (w == Long.MAX_VALUE) break;
+      }
+      if (!end && pHi > upTo) {
+        List<Object> cut = new ArrayList<>(pane.subList(0, k));
+        cut.add(Math.max(pLo, last + 1));
+        cut.add(pHi);
+        left.merge(cut, e.getValue(), this::combine);
+      }
+    }
+    b.panes = left;
+    Map<List<Object>, long[][]> firsts = firsts(punctuations);
+    for (Map.Entry<List<Object>, Object[]> e : windows.entrySet()) {
+      List<Object> window = e.getKey();
+      long w = (Long) window.get(k);
+      out.add(resultRow(window, w, emitRow(firsts, window, w), e.getValue()));
+    }
+  }
+
+  /** The punctuation comes before the tuple in (row_num, kind) order (a tuple first at equal ones). */
+  private boolean before(Punctuation p, Tuple t) {
+    long r = t.row.getLong(rowNum);
+    return p.rowNum < r || (p.rowNum == r && p.kind < TUPLE);
+  }
+
+  /** The largest window closed for pattern values {@code values}, over all shapes (NONE: none). */
+  private long closedFor(Map<List<Object>, Long> bounds, Object[] values) {
+    long c = NONE;
+    for (int sid = 0; sid < shapes.length; sid++) {
+      Long v = bounds.get(boundKey(sid, values));
+      if (v != null) c = Math.max(c, v);
+    }
+    return c;
+  }
+
+  /** A punctuation's pattern values bind exactly shape {@code sid} (every shape when NULL is no wildcard). */
+  private boolean inShape(Object[] values, int sid) {
+    if (!wildcard) return true;
+    for (int i = 0; i < pattern.length; i++) {
+      if ((values[pattern.length + i] != null) != shapes[sid][i]) return false;
+    }
+    return true;
+  }
+
+  /** The bound table's key: the shape and its pattern values (NULL for the columns it does not bind). */
+  private List<Object> boundKey(int sid, Object[] values) {
+    List<Object> key = new ArrayList<>(pattern.length + 1);
+    key.add(sid);
+    for (int i = 0; i < pattern.length; i++) key.add(!wildcard || shapes[sid][i] ? values[i] : null);
+    return key;
+  }
+
+  /** A row's pattern values, then whether each is bound (the column that tells it non-NULL). */
+  private Object[] patternOf(Row r) {
+    Object[] out = new Object[2 * pattern.length];
+    for (int i = 0; i < pattern.length; i++) {
+      out[i] = plain(r.get(pattern[i]));
+      out[pattern.length + i] = r.isNullAt(present[i]) ? null : Boolean.TRUE;
+    }
+    return out;
+  }
+
+  /** A pane's or window's pattern values, from its keys. */
+  private Object[] patternOfKeys(List<Object> keyed) {
+    Object[] out = new Object[2 * pattern.length];
+    for (int i = 0; i < pattern.length; i++) out[i] = keyed.get(patternKey[i]);
+    return out;
+  }
+
+  private List<Object> keysOf(Row r) {
+    List<Object> out = new ArrayList<>(keys.length + 2);
+    for (int i : keys) out.add(plain(r.get(i)));
+    return out;
+  }
+
+  /** A key value as a group sees it: -0.0 is 0.0 (Spark's GROUP BY). */
+  private static Object plain(Object v) {
+    if (v instanceof Double && (Double) v == 0.0) return 0.0;
+    if (v instanceof Float && (Float) v == 0.0f) return 0.0f;
+    return v;
+  }
+
+  private boolean isKept(Row r) {
+    return kept < 0 || (!r.isNullAt(kept) && r.getBoolean(kept));
+  }
+
+  /** The partials of a one-tuple pane: a NaN value is left out as a NULL is (counted apart by its flag). */
+  private Object[] tuplePartials(Row r) {
+    Object[] out = new Object[how.length];
+    for (int i = 0; i < how.length; i++) {
+      Object v = arg[i] < 0 ? Long.valueOf(1) : r.get(arg[i]);
+      if ((v instanceof Double && ((Double) v).isNaN()) || (v instanceof Float && ((Float) v).isNaN())) v = null;
+      if (how[i].equals("count")) {
+        out[i] = v == null ? 0L : 1L;
+      } else if (v == null || !how[i].equals("sum")) {
+        out[i] = v;
+      } else if (type[i].equals("long")) {
+        out[i] = ((Number) v).longValue();
+      } else if (type[i].equals("double")) {
+        out[i] = ((Number) v).doubleValue();
+      } else {
+        out[i] = v instanceof BigDecimal ? v : new BigDecimal(v.toString());
+      }
+    }
+    return out;
+  }
+
+  /** Partials merged: sums (NULL only when both are), min, max. */
+  private Object[] combine(Object[] a, Object[] b) {
+    Object[] out = a.clone();
+    for (int i = 0; i < how.length; i++) {
+      Object x = a[i], y = b[i];
+      if (x == null || y == null) {
+        out[i] = x == null ? y : x;
+      } else if (how[i].equals("min")) {
+        out[i] = compare(y, x) < 0 ? y : x;
+      } else if (how[i].equals("max")) {
+        out[i] = compare(y, x) > 0 ? y : x;
+      } else if (x instanceof Long) {
+        out[i] = (Long) x + (Long) y;
+      } else if (x instanceof Double) {
+        out[i] = (Double) x + (Double) y;
+      } else {
+        out[i] = ((BigDecimal) x).add((BigDecimal) y);
+      }
+    }
+    return out;
+  }
+
+  /** Spark's order: strings by code point (UTF-8 bytes), other values by their own order. */
+  @SuppressWarnings("unchecked")
+  private static int compare(Object x, Object y) {
+    if (x instanceof String) {
+      String a = (String) x, b = (String) y;
+      int i = 0, j = 0;
+      while (i < a.length() && j < b.length()) {
+        int ca = a.codePointAt(i), cb = b.codePointAt(j);
+        if (ca != cb) return Integer.compare(ca, cb);
+        i += Character.charCount(ca);
+        j += Character.charCount(cb);
+      }
+      return Integer.compare(a.length() - i, b.length() - j);
+    }
+    if (x instanceof Double) return ((Double) x).compareTo((Double) y);
+    return ((Comparable<Object>) x).compareTo(y);
+  }
+
+  /** Per shape and pattern values: the batch's punctuations raising the running bound, (bound, row_num). */
+  private Map<List<Object>, long[][]> firsts(List<Punctuation> punctuations) {
+    HashMap<List<Object>, ArrayList<long[]>> runs = new HashMap<>();
+    for (Punctuation p : punctuations) {
+      for (int sid = 0; sid < shapes.length; sid++) {
+        if (!inShape(p.values, sid)) continue;
+        ArrayList<long[]> run = runs.computeIfAbsent(boundKey(sid, p.values), x -> new ArrayList<>());
+        if (run.isEmpty() || p.closed > run.get(run.size() - 1)[0]) run.add(new long[] {p.closed, p.rowNum});
+      }
+    }
+    HashMap<List<Object>, long[][]> out = new HashMap<>();
+    runs.forEach((key, run) -> out.put(key, run.toArray(new long[0][])));
+    return out;
+  }
+
+  /** The row_num of the batch's first punctuation closing window {@code w} of these keys; null: none. */
+  private Long emitRow(Map<List<Object>, long[][]> firsts, List<Object> window, long w) {
+    Object[] values = patternOfKeys(window);
+    Long best = null;
+    for (int sid = 0; sid < shapes.length; sid++) {
+      long[][] run = firsts.get(boundKey(sid, values));
+      if (run == null) continue;
+      int a = 0, z = run.length;
+      while (a < z) {
+        int m = (a + z) >>> 1;
+        if (run[m][0] >= w) z = m; else a = m + 1;
+      }
+      if (a < run.length && (best == null || run[a][1] < best)) best = run[a][1];
+    }
+    return best;
+  }
+
+  private Row resultRow(List<Object> window, long w, Long emit, Object[] partials) {
+    Object[] values = new Object[resultFrom.length];
+    for (int i = 0; i < values.length; i++) {
+      String from = resultFrom[i];
+      if (from == null) continue;
+      if (from.equals("kind")) { values[i] = "result"; continue; }
+      switch (from.charAt(0)) {
+        case 'k': values[i] = window.get(Integer.parseInt(from.substring(1))); break;
+        case 'a': values[i] = partials[Integer.parseInt(from.substring(1))]; break;
+        case 'w': values[i] = w; break;
+        default: values[i] = emit;
+      }
+    }
+    return RowFactory.create(values);
+  }
+
+  private Row lateRow(Row r, long w) {
+    Object[] values = new Object[lateFrom.length];
+    for (int i = 0; i < values.length; i++) {
+      String from = lateFrom[i];
+      if (from == null) continue;
+      switch (from.charAt(0)) {
+        case 'p': values[i] = r.get(payload[Integer.parseInt(from.substring(1))]); break;
+        default: values[i] = from.equals("kind") ? "late" : w;
+      }
+    }
+    return RowFactory.create(values);
+  }
+
+  private Bucket load() {
+    if (!state.exists()) {
+      Bucket b = new Bucket();
+      b.layout = layoutJson;
+      return b;
+    }
+    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(state.get()))) {
+      Bucket b = (Bucket) in.readObject();
+      if (!layoutJson.equals(b.layout)) {
+        throw wid("the checkpoint's state has another layout (written by another query or an older wid): "
+            + "start the query with a fresh checkpoint");
+      }
+      return b;
+    } catch (IOException | ClassNotFoundException e) {
+      throw wid("the checkpoint's state cannot be read (written by another query or an older wid): "
+          + "start the query with a fresh checkpoint");
+    }
+  }
+
+  private void store(Bucket b) {
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (ObjectOutputStream o = new ObjectOutputStream(bytes)) {
+      o.writeObject(b);
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    state.update(bytes.toByteArray());
+  }
+
+  private static IllegalArgumentException wid(String message) {
+    return new IllegalArgumentException("wid: " + message);
+  }
+
+  private static int[] ints(JsonNode a) {
+    int[] out = new int[a.size()];
+    for (int i = 0; i < out.length; i++) out[i] = a.get(i).asInt();
+    return out;
+  }
+
+  private static long[] longs(JsonNode a) {
+    long[] out = new long[a.size()];
+    for (int i = 0; i < out.length; i++) out[i] = a.get(i).asLong();
+    return out;
+  }
+
+  private static String[] strings(JsonNode a) {
+    String[] out = new String[a.size()];
+    for (int i = 0; i < out.length; i++) out[i] = a.get(i).isNull() ? null : a.get(i).asText();
+    return out;
+  }
+}
