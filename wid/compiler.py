@@ -76,6 +76,8 @@ class CompiledQuery:
     #: The window attribute's type and the factor from clause units to x units, for the
     #: extent bounds (None: the window kind has no extent on its attribute).
     units: tuple[DataType, int] | None = None
+    #: The stream the query reads: the view ``FROM`` names, or the DataFrame given for it.
+    source: DataFrame | None = None
 
     def outputs(self, column: Callable[[str], Expr]) -> list[tuple[Expr, str]]:
         """``(expression, output name)`` of each output column, in order: the SELECT items, with
@@ -262,7 +264,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     if spec.extent(0) is not None:
         dtype = LongType() if spec.positional else attribute_type(source, spec.wattr)
         units = (dtype, 1 if spec.positional else numeric_value(column(spec.wattr), dtype, spec.wattr)[1])
-    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units)
+    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units, source)
 
 
 def resolved(build, *args, spark: SparkSession | None = None, view: str | None = None) -> DataFrame:
