@@ -26,7 +26,7 @@ from pathlib import Path
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
-from wid import bench, experiment, live_cli, query_cli, serve, sqlshell
+from wid import bench, experiment, live_cli, pipeline, query_cli, serve, sqlshell
 from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, plural, table
 from wid.errors import WidError, quiet_analysis
 from wid.plan import Plan
@@ -115,7 +115,7 @@ def writable(out: str) -> None:
 
 
 SUBCOMMANDS = [query_cli.add_query_parser, query_cli.add_replay_parser, add_run_parser, sqlshell.add_parser,
-               serve.add_parser, live_cli.add_parser, bench.add_parser, experiment.add_parser]
+               serve.add_parser, live_cli.add_parser, bench.add_parser, experiment.add_parser, pipeline.add_parser]
 
 #: One or two examples per subcommand, shown at the end of its ``--help``.
 EXAMPLES = {
@@ -135,6 +135,9 @@ EXAMPLES = {
     "live": ["wid live plans/live_traffic.toml", "wid live plans/live_sessions.toml --dir work/ --limit 5"],
     "bench": ["wid bench --rows 2000000", "wid bench --rows 20000000 --chart docs/bench_20m.png"],
     "experiment": ["wid experiment plans/exp2_bounded_disorder.toml"],
+    "sql-pipeline": ['wid sql-pipeline transformations/ --source readings=data/readings.csv --view speed_windows '
+                     '"SELECT seg_id, max(speed) AS hi FROM readings [RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts] '
+                     'GROUP BY seg_id"'],
 }
 
 

@@ -163,9 +163,9 @@ def unresolved(view: str, error: AnalysisException, given: bool) -> str:
     if given:
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
         first = re.sub(r"[.;]? *SQLSTATE: \w+.*$", "", first)
-        return (f"the source given for {view!r} does not resolve here ({first}): "
-                "a dataset of a pipeline resolves only when the pipeline runs: compile the query with "
-                "wid.to_sql(spark, query, schema=...) and return spark.sql(text) from the query function")
+        return (f"the source given for {view!r} does not resolve here ({first}): a dataset of a pipeline has no "
+                "schema before the pipeline runs, and only wid.to_sql(spark, query, schema=...) compiles without "
+                "it (return spark.sql(text) from the query function)")
     return (f"unknown view {view!r}: register the stream as a temp view first, or pass the DataFrame as "
             "source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))")
 
