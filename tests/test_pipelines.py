@@ -1,6 +1,6 @@
 """Window views in a Spark Declarative Pipeline (docs/guide/pipelines.md): the example project
-plans/pipeline/ run by ``spark-pipelines run`` in a temporary folder, on a local Spark Connect
-server that the command starts (bound to 127.0.0.1), its tables equal to wid on the same readings:
+plans/pipeline/ run by ``spark-pipelines run --remote`` in a temporary folder, on a Spark Connect
+server bound to 127.0.0.1, its tables equal to wid on the same readings:
 
 - ``speed_windows`` (Python definitions: ``spark.sql(wid.to_sql(spark, query, schema=...))`` over
   the pipeline's temporary view) and ``speed_tumbling`` (SQL definitions, the file
@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 import wid
 from wid.cli import main as wid_main
-from connect_server import LOOPBACK, ROOT, SPARK_HOME, loopback_conf, spark_env
+from connect_server import ROOT, SPARK_HOME, connect_server, spark_env
 
 PROJECT = ROOT / "plans" / "pipeline"
 READINGS = "row_num long, ts timestamp, seg_id string, speed double"
@@ -59,9 +59,9 @@ attempt("replay of a dataset", lambda: wid.replay(spark, QUERY, source=spark.rea
 @dp.materialized_view
 def refusal_probe():
     attempt("query in a query function", lambda: wid.query(spark, QUERY, source=spark.read.csv(
-        "data/readings.csv", header=True, schema="row_num long, ts timestamp, seg_id string, speed double")))
+        str(Path("data/readings.csv").resolve()), header=True, schema="row_num long, ts timestamp, seg_id string, speed double")))
     attempt("live in a query function", lambda: wid.live(spark, QUERY, spark.readStream.csv(
-        "data", header=True, schema="row_num long, ts timestamp, seg_id string, speed double")))
+        str(Path("data").resolve()), header=True, schema="row_num long, ts timestamp, seg_id string, speed double")))
     Path("refusals.txt").write_text("\\n".join(refused) + "\\n")
     return spark.sql("SELECT count(*) AS n FROM readings")
 '''
@@ -71,8 +71,11 @@ def readings(spark):
     return spark.read.csv(str(PROJECT / "data" / "readings.csv"), header=True, schema=READINGS)
 
 
-def rows(df, *order):
-    return sorted(map(tuple, df.select(*order).collect()), key=repr)
+def rows(df, *columns):
+    """The rows of ``df``'s ``columns``, sorted; doubles to 9 places (a sum of doubles depends on the
+    order Spark adds them in, here its partitions, which differ between the pipeline and this session)."""
+    return sorted((tuple(round(v, 9) if isinstance(v, float) else v for v in row)
+                   for row in df.select(*columns).collect()), key=repr)
 
 
 def test_sql_pipeline_writes_the_example_sql_file(spark, tmp_path, capsys):
@@ -107,7 +110,8 @@ def test_to_sql_with_a_schema_refuses_what_is_not_one(spark):
 @pytest.fixture(scope="module")
 def pipeline(spark, tmp_path_factory):
     """The example project run once by ``spark-pipelines run`` in a temporary folder (its SQL file
-    written by ``wid sql-pipeline`` there, the definitions of :data:`REFUSALS` added)."""
+    written by ``wid sql-pipeline`` there, the definitions of :data:`REFUSALS` added), on a Spark
+    Connect server of its own (``spark-pipelines`` would start one on port 15002 of every interface)."""
     folder = tmp_path_factory.mktemp("pipeline") / "project"
     shutil.copytree(PROJECT, folder)
     (folder / "transformations" / "speed_tumbling.sql").unlink()
@@ -115,9 +119,10 @@ def pipeline(spark, tmp_path_factory):
     (folder / "transformations" / "refusals.py").write_text(REFUSALS)
     spec = folder / "spark-pipeline.yml"
     spec.write_text(spec.read_text().replace("file:///tmp/wid-pipeline/storage", (folder / "storage").as_uri()))
-    conf = loopback_conf(**{"spark.connect.grpc.binding.address": LOOPBACK, "spark.ui.showConsoleProgress": "false"})
-    run = subprocess.run([str(SPARK_HOME / "bin" / "spark-pipelines"), "run", *conf], cwd=folder, env=spark_env(),
-                         capture_output=True, text=True, timeout=900)
+    warehouse = {"spark.sql.warehouse.dir": str(folder / "spark-warehouse")}  # the pipeline's tables
+    with connect_server(folder.parent / "connect.log", **warehouse) as url:  # on 127.0.0.1, a free port
+        run = subprocess.run([str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--remote", url], cwd=folder,
+                             env=spark_env(), capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Run is COMPLETED" in run.stdout + run.stderr
     return folder
@@ -154,13 +159,11 @@ def test_what_cannot_work_is_refused_in_one_line(pipeline):
         "FROM a dataset: unknown view 'readings': register the stream as a temp view first, or pass the DataFrame "
         "as source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))",
         "source= a dataset: the source given for 'readings' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] The "
-        "table or view `readings` cannot be found): a dataset of a pipeline has no schema before the pipeline runs, "
-        "and only wid.to_sql(spark, query, schema=...) compiles without it (return spark.sql(text) from the query "
-        "function)",
+        "table or view `readings` cannot be found); a dataset of a pipeline has no schema before the pipeline runs: "
+        "only wid.to_sql(spark, query, schema=...) compiles for it (return spark.sql(text) from the query function)",
         "replay of a dataset: the source given for 'readings' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] The "
-        "table or view `readings` cannot be found): a dataset of a pipeline has no schema before the pipeline runs, "
-        "and only wid.to_sql(spark, query, schema=...) compiles without it (return spark.sql(text) from the query "
-        "function)",
+        "table or view `readings` cannot be found); a dataset of a pipeline has no schema before the pipeline runs: "
+        "only wid.to_sql(spark, query, schema=...) compiles for it (return spark.sql(text) from the query function)",
         *[f"{what} in a query function: wid compiles a query with Spark's analysis, which a pipeline query function "
           "refuses: call it at the top level of the definitions file and return its DataFrame from the function (over "
           "a dataset of the pipeline: text = wid.to_sql(spark, query, schema=...) at the top level, spark.sql(text) "

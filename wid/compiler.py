@@ -153,7 +153,7 @@ def unresolved(view: str, error: AnalysisException, given: bool) -> str:
 
     >>> print(unresolved("traffic", AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table or view "
     ...                  "`traffic` cannot be found. SQLSTATE: 42P01"), given=True))  # doctest: +ELLIPSIS
-    the source given for 'traffic' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] ...): a dataset of ...
+    the source given for 'traffic' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] ...); a dataset of ...
     """
     if error.getCondition() == IN_QUERY_FUNCTION:
         return ("wid compiles a query with Spark's analysis, which a pipeline query function refuses: call it at "
@@ -163,9 +163,9 @@ def unresolved(view: str, error: AnalysisException, given: bool) -> str:
     if given:
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
         first = re.sub(r"[.;]? *SQLSTATE: \w+.*$", "", first)
-        return (f"the source given for {view!r} does not resolve here ({first}): a dataset of a pipeline has no "
-                "schema before the pipeline runs, and only wid.to_sql(spark, query, schema=...) compiles without "
-                "it (return spark.sql(text) from the query function)")
+        return (f"the source given for {view!r} does not resolve here ({first}); a dataset of a pipeline has no "
+                "schema before the pipeline runs: only wid.to_sql(spark, query, schema=...) compiles for it "
+                "(return spark.sql(text) from the query function)")
     return (f"unknown view {view!r}: register the stream as a temp view first, or pass the DataFrame as "
             "source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))")
 

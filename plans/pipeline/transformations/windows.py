@@ -9,10 +9,13 @@ schema before the pipeline runs; so wid compiles at the top level of this file:
   and wid.live over a stream of them, their DataFrames returned by the query functions.
 """
 
+from pathlib import Path
+
 from pyspark import pipelines as dp
 
 import wid
 
+DATA = str(Path(__file__).resolve().parent.parent / "data")  # as the Spark Connect server finds it
 READINGS = "row_num long, ts timestamp, seg_id string, speed double"
 SPEEDS = ("SELECT seg_id, max(speed) AS hi, avg(speed) AS mean, count(*) AS n "
           "FROM readings [RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts] GROUP BY seg_id")
@@ -20,7 +23,7 @@ SPEEDS = ("SELECT seg_id, max(speed) AS hi, avg(speed) AS mean, count(*) AS n "
 
 @dp.temporary_view
 def readings():
-    return spark.read.csv("data/readings.csv", header=True, schema=READINGS)
+    return spark.read.csv(f"{DATA}/readings.csv", header=True, schema=READINGS)
 
 
 SPEED_WINDOWS = wid.to_sql(spark, SPEEDS, schema=READINGS)
@@ -34,7 +37,7 @@ def speed_windows():
 # the same readings as files: the late rows of a replay with a slack of 60 s (its results are
 # live mode's below; as a flow of its own, their plan nests deeper than pyspark's pipeline client
 # copies: docs/guide/pipelines.md)
-files = spark.read.csv("data/readings.csv", header=True, schema=READINGS)
+files = spark.read.csv(f"{DATA}/readings.csv", header=True, schema=READINGS)
 replayed = wid.replay(spark, SPEEDS, wid.punctuate.slack(60), source=files)
 
 
@@ -44,7 +47,7 @@ def speed_late():
 
 
 # a stream of the files (data/end_of_stream.csv: the end marker, closing every window)
-stream = spark.readStream.csv("data", header=True, schema=READINGS + ", wid_end boolean")
+stream = spark.readStream.csv(DATA, header=True, schema=READINGS + ", wid_end boolean")
 live = wid.live(spark, SPEEDS, stream, wid.punctuate.slack(60))
 
 
