@@ -53,12 +53,12 @@ def spark_env() -> dict[str, str]:
 def assert_wid_run_matches_local(spark, capsys, *target: str) -> None:
     """``wid run plans/q1_traffic.toml`` with ``target`` (``--master URL`` or ``--remote URL``)
     in a fresh process prints exactly what it prints on the local session ``spark``."""
-    from wid.cli import main as wid_main
+    from wid.cli.commands import main as wid_main
 
     plan = str(ROOT / "plans" / "q1_traffic.toml")
     assert wid_main(["run", plan, "--limit", "1000"], spark) == 0
     local = capsys.readouterr().out
-    run = subprocess.run([sys.executable, "-m", "wid.cli", "run", plan, "--limit", "1000", *target],
+    run = subprocess.run([sys.executable, "-m", "wid.cli.commands", "run", plan, "--limit", "1000", *target],
                          env=spark_env(), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout == local

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wid.stream import live_run
-from wid.stream.live_output import Live
+from wid.stream.live import run as live_run
+from wid.stream.live.output import Live
 
 WAVE = 2  # streaming queries at once (a loaded 2-core machine times out Python workers beyond that)
 

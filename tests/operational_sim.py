@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wid.spec.spl import Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
+from wid.windows.spl import Count, Delta, PartitionAge, PartitionCount, Punct, Sliding, SplWindow, Time, Tumbling
 
 Row = dict[str, Any]
 
@@ -154,7 +154,7 @@ def aggregate(windows: list[tuple[tuple, int, list[Row]]], value: str = "v") -> 
 
 
 def simulate_flink(rows: list[Row], d: Any, fired: dict | None = None) -> list[tuple[tuple, int, list[Row]]]:
-    """``(group key, wid, content)`` of every non-empty emission of a ``wid.spec.flink.Discretization``
+    """``(group key, wid, content)`` of every non-empty emission of a ``wid.windows.flink.Discretization``
     (Traub's order: fake items evict -> emit; real items trigger -> evict -> insert; a last
     emission at the end). Each EP returns how many head items to delete and the buffer loses the
     largest (at most all): a count EP by its own counter (seed 001, C.1, Listing 16), a tumbling EP
@@ -162,7 +162,7 @@ def simulate_flink(rows: list[Row], d: Any, fired: dict | None = None) -> list[t
     active time TPs; a passive time TP keeps the thesis's ``startTime``: a real item at
     ``x >= startTime + g`` fires and moves it to ``x - (x - startTime) mod g``. ``fired`` as in
     :func:`simulate`: the row whose arrival fired each emission (a tick: the first row at or after it)."""
-    from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
+    from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, PunctuationEviction,
                                 PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
 
     rows = sorted(rows, key=lambda r: r["row_num"])

@@ -9,8 +9,9 @@ import re
 
 import pytest
 
-from wid import bench_kinds, bench_scale
-from wid.live_bench import live_bench
+from wid.bench import kinds as bench_kinds
+from wid.bench import scale as bench_scale
+from wid.bench.live import live_bench
 
 
 @pytest.mark.slow

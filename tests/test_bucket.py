@@ -20,7 +20,7 @@ from tests.oracle import Sliding
 from tests.test_windows import register, stream
 from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO
 from wid.bucket.fcf import bucket, bucket_punctuations
-from wid.spec.clause import parse_window
+from wid.windows.clause import parse_window
 from wid.errors import WidError
 
 PYTHON_EVALUATION = ("BatchEvalPython", "ArrowEvalPython")

@@ -15,8 +15,8 @@ import pytest
 from chispa import assert_df_equality
 
 import wid
-from wid import bench
-from wid.cli import BAD_INPUT, main
+from wid.bench import main as bench
+from wid.cli.commands import BAD_INPUT, main
 from wid.console import cells
 from wid.plan import Plan
 
@@ -208,7 +208,7 @@ def test_a_file_without_the_window_attribute_names_it(spark, capsys, tmp_path):
 ])
 def test_bad_flags_exit_2_before_spark_starts(flags, message):
     """The console entry point in a fresh interpreter: one line, status 2 (no JVM is started)."""
-    done = subprocess.run([sys.executable, "-m", "wid.cli", "run", "plans/q1_traffic.toml", *flags],
+    done = subprocess.run([sys.executable, "-m", "wid.cli.commands", "run", "plans/q1_traffic.toml", *flags],
                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == BAD_INPUT and done.stdout == ""

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 import wid
-from wid.cli import main
+from wid.cli.commands import main
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The README, CONTRIBUTING.md and the guide; docs/semantics.md (the contract) keeps its own examples.

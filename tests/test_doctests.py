@@ -21,19 +21,19 @@ _ALL = "*"
 #: minutes, need a Hive metastore, or run only inside Spark's stateful operator.
 EXEMPT = {
     # benchmarks: minutes over millions of generated rows (``wid bench``)
-    "wid.bench": _ALL, "wid.bench_kinds": _ALL, "wid.bench_scale": _ALL, "wid.live_bench": _ALL,
+    "wid.bench.main": _ALL, "wid.bench.kinds": _ALL, "wid.bench.scale": _ALL, "wid.bench.live": _ALL,
     # command lines: argument parsers and the commands they run (tests/test_cli.py runs them)
-    "wid.cli": ("add_run_parser", "run", "parser", "main"), "wid.live_cli": _ALL,
-    "wid.query_cli": ("add_query_parser", "add_replay_parser", "run_query", "run_replay"),
-    "wid.experiment": ("run_experiment", "experiment", "add_parser", "plot"), "wid.datasets.traffic": ("main",),
+    "wid.cli.commands": ("add_run_parser", "run", "parser", "main"), "wid.cli.live": _ALL,
+    "wid.cli.query": ("add_query_parser", "add_replay_parser", "run_query", "run_replay"),
+    "wid.bench.experiment": ("run_experiment", "experiment", "add_parser", "plot"), "wid.datasets.traffic": ("main",),
     # servers: Spark Connect, the Thrift JDBC server and its shell (tests/test_sqlcat.py, tests/test_connect.py)
-    "wid.serve": _ALL, "wid.sqlshell": _ALL, "wid.session": ("remote_session",),
+    "wid.sql.serve": _ALL, "wid.sql.shell": _ALL, "wid.session": ("remote_session",),
     # a Hive metastore (tests/test_sqlcat.py)
-    "wid.catalog": ("session",), "wid.sql": ("create_persistent_view",),
+    "wid.sql.catalog": ("session",), "wid.sql.views": ("create_persistent_view",),
     # run by transformWithStateInPandas inside a streaming query (wid.live's example runs them)
-    "wid.stream.live_state": ("PaneProcessor",), "wid.stream.live_session_state": ("SessionProcessor",),
-    "wid.stream.live_operational": ("OperationalProcessor",), "wid.stream.live_fca": ("SlideProcessor",),
-    "wid.stream.live_processor": ("Stateful",), "wid.stream.live_output": ("views_of",),
+    "wid.stream.live.state": ("PaneProcessor",), "wid.stream.live.sessions.state": ("SessionProcessor",),
+    "wid.stream.live.operational": ("OperationalProcessor",), "wid.stream.live.fca": ("SlideProcessor",),
+    "wid.stream.live.processor": ("Stateful",), "wid.stream.live.output": ("views_of",),
 }
 #: Every module of the package and of the bundled generators (``wid.datasets``, installed from datasets/).
 MODULES = sorted({m.name for path, prefix in ((wid.__path__, "wid."), (datasets.__path__, "wid.datasets."))

@@ -15,7 +15,7 @@ from pyspark.sql.types import DecimalType, DoubleType, LongType, StructField, St
 import wid
 from wid.aggregate.fca import aggregate
 from wid.bucket.fca import units
-from wid.compiler import compile_query
+from wid.compiler.query import compile_query
 from tests.oracle import SlideByTuple, Sliding, evaluate
 from wid.errors import WidError
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 import wid
 from wid import punctuate
-from wid.cli import main
+from wid.cli.commands import main
 from wid.datasets.disorder import block_sorted, bounded_disorder, source_punctuations
 from wid.stream.metrics import extent_metrics, summary
 

@@ -23,12 +23,13 @@ from pyspark.sql.types import StructField, StructType
 import wid
 from tests.oracle import SlideByTuple, evaluate
 from wid.datasets.traffic import traffic
-from wid import bench_kinds, punctuate
+from wid import punctuate
+from wid.bench import kinds as bench_kinds
 from wid.aggregate import fca
 from wid.aggregate.bins import Bins, at_windows
 from wid.aggregate.fca import chunk_rows_of
 from wid.bucket.fca import CHUNK, units
-from wid.compiler import compile_query
+from wid.compiler.query import compile_query
 
 SCHEMA = "row_num long, a long, g string, v long, d double, ts timestamp"
 START = dt.datetime(2026, 1, 1)

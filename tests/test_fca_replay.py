@@ -26,7 +26,7 @@ from tests.oracle import SlideByTuple, evaluate
 from wid import punctuate
 from wid.errors import WidError
 from wid.stream import fca_replay
-from wid.compiler import compile_query
+from wid.compiler.query import compile_query
 from wid.stream.replay import Replay
 
 R = 6

@@ -9,10 +9,10 @@ import pytest
 from tests.operational_sim import aggregate, simulate_flink
 
 import wid
-from wid.bucket.flink import flink_bucket, path
+from wid.bucket.flink.bucket import flink_bucket, path
 from wid.errors import WidError
-from wid.spec import flink
-from wid.spec.flink import (
+from wid.windows import flink
+from wid.windows.flink import (
     CountEviction,
     CountTrigger,
     DeltaEviction,

@@ -12,7 +12,7 @@ import pytest
 import wid
 from wid import punctuate
 from wid.errors import WidError
-from wid.compiler import compile_query
+from wid.compiler.query import compile_query
 from wid.stream import fca_replay
 
 R, S = 10, 5

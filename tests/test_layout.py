@@ -1,10 +1,14 @@
-"""The package's own shape (issue 12): read from the source with ``ast``, not from the code's say-so.
+"""The package's own shape (issues 12 and 40): read from the source with ``ast``, not from the code's say-so.
 
-- no cycle among module-level imports (imports inside functions may point back: a window kind
-  imports its tagger when asked for it);
+- no import cycle, counting imports inside functions too;
+- the window specs are a leaf: ``wid.windows`` imports nothing of wid but itself and :mod:`wid.errors`,
+  not even inside a function, and loads no module by name (each stage finds its own code for a kind);
+- at most 12 modules directly under ``wid/``, at most 20 in any folder, no three modules of a
+  folder sharing a name prefix (``live_state``, ``live_run``, ``live_fca``: that prefix is a folder);
 - no private name (``_x``) imported from another module;
-- outside ``wid/spec`` no module switches on a window kind: no ``isinstance`` against a
-  :class:`wid.spec.base.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec;
+- outside ``wid/windows`` no module switches on a window kind: no ``isinstance`` against a
+  :class:`wid.windows.base.WindowSpec` subclass and no ``hasattr``/``getattr(..., default)`` on a spec;
+- a stage that serves no kind of a made-up window says so in one error naming it;
 - a live query's processor unpickles, as Spark's driver-side state-schema process does at each
   query start, without loading pandas or the engine.
 """
@@ -17,12 +21,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pyspark import cloudpickle
 from pyspark.sql.types import LongType, StructField, StructType
 
-from wid.spec.base import WindowSpec
-from wid.stream.live_processor import VALUE, Stateful
-from wid.stream.live_state import PaneProcessor
+from wid.bucket.kinds import bucket, bucket_sql, live_bucket
+from wid.errors import WidError
+from wid.windows.base import WindowSpec
+from wid.stream.kinds import replay
+from wid.stream.live.kinds import live_extents
+from wid.stream.live.processor import VALUE, Stateful
+from wid.stream.live.state import PaneProcessor
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "wid"
@@ -86,10 +95,50 @@ def cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def module_graph(mods: dict[str, str]) -> dict[str, set[str]]:
-    """Module-level import edges between the modules of ``mods``."""
+def module_graph(mods: dict[str, str], everywhere: bool = True) -> dict[str, set[str]]:
+    """Import edges between the modules of ``mods``: every import, or (``everywhere`` False) the
+    module-level ones only."""
     names = set(mods)
-    return {m: {t for t, _, top in imports(m, s, names) if top and t in names and t != m} for m, s in mods.items()}
+    return {m: {t for t, _, top in imports(m, s, names) if (top or everywhere) and t in names and t != m}
+            for m, s in mods.items()}
+
+
+def leaf_breaches(mods: dict[str, str], leaf: str = "wid.windows",
+                  allowed: tuple[str, ...] = ("wid.errors",)) -> list[str]:
+    """Imports of the package ``leaf`` that reach wid outside it and ``allowed``, at any level, and
+    its modules loading others by name (``importlib``)."""
+    names = set(mods)
+    found = []
+    for m, src in mods.items():
+        if m != leaf and not m.startswith(f"{leaf}."):
+            continue
+        for target, _, _ in imports(m, src, names):
+            inside = target == leaf or target.startswith((f"{leaf}.", *allowed))
+            if target.split(".")[0] == "importlib" or (target.split(".")[0] == "wid" and not inside):
+                found.append(f"{m} imports {target}")
+    return sorted(set(found))
+
+
+def crowding(mods: dict[str, str], packages: set[str], top: int = 12, folder: int = 20, prefix: int = 3) -> list[str]:
+    """Folders over their limits: more than ``top`` modules directly under ``wid`` or ``folder`` in
+    any other folder, and ``prefix`` or more modules of one folder whose names share the word
+    before their first underscore (``packages``: the folders among ``mods``)."""
+    folders: dict[str, list[str]] = {}
+    for m in mods:
+        if m not in packages:
+            parent, leaf = m.rsplit(".", 1)
+            folders.setdefault(parent, []).append(leaf)
+    found = []
+    for parent, leaves in sorted(folders.items()):
+        limit = top if parent == "wid" else folder
+        if len(leaves) > limit:
+            found.append(f"{parent} holds {len(leaves)} modules (at most {limit})")
+        words: dict[str, list[str]] = {}
+        for leaf in leaves:
+            words.setdefault(leaf.split("_")[0], []).append(leaf)
+        found += [f"{parent}: {', '.join(sorted(v))} share the prefix {w!r}: a folder" for w, v in sorted(words.items())
+                  if len(v) >= prefix]
+    return found
 
 
 def private_imports(mods: dict[str, str]) -> list[str]:
@@ -146,8 +195,16 @@ MODULES = sources()
 PACKAGES = {m for m in MODULES if (PACKAGE.parent / m.replace(".", "/") / "__init__.py").exists()}
 
 
-def test_no_cycle_among_module_level_imports():
+def test_no_import_cycle_even_inside_functions():
     assert cycle(module_graph(MODULES)) is None
+
+
+def test_the_window_specs_are_a_leaf():
+    assert leaf_breaches(MODULES) == []
+
+
+def test_no_folder_is_crowded():
+    assert crowding(MODULES, PACKAGES) == []
 
 
 def test_no_private_name_imported_across_modules():
@@ -156,21 +213,15 @@ def test_no_private_name_imported_across_modules():
 
 def test_no_module_outside_spec_switches_on_the_window_kind():
     names = set(MODULES)
-    found = [s for m, src in MODULES.items() if not m.startswith("wid.spec") for s in spec_switches(m, src, names)]
+    found = [s for m, src in MODULES.items() if not m.startswith("wid.windows") for s in spec_switches(m, src, names)]
     assert found == []
-
-
-def test_the_spec_never_imports_a_later_stage_at_import_time():
-    graph = module_graph(MODULES)
-    later = ("wid.bucket", "wid.aggregate", "wid.stream", "wid.compiler", "wid.sql")
-    assert {m: sorted(t for t in ts if t.startswith(later)) for m, ts in graph.items() if m.startswith("wid.spec")} \
-        == {m: [] for m in graph if m.startswith("wid.spec")}
 
 
 def test_the_aggregate_imports_no_window_kind():
     """The aggregate stage is window-agnostic: no module of ``wid.aggregate`` imports a window kind
-    or a grammar (numbers and SQL text helpers of ``wid.spec`` are not kinds)."""
-    kinds = ("wid.spec.base", "wid.spec.windows", "wid.spec.aware", "wid.spec.clause", "wid.spec.spl", "wid.spec.flink")
+    or a grammar (numbers and SQL text helpers of ``wid.windows`` are not kinds)."""
+    kinds = ("wid.windows.base", "wid.windows.context_free", "wid.windows.aware", "wid.windows.clause",
+             "wid.windows.spl", "wid.windows.flink")
     names = set(MODULES)
     found = [f"{m} imports {t}" for m, src in MODULES.items() if m.startswith("wid.aggregate")
              for t, _, _ in imports(m, src, names) if t.startswith(kinds)]
@@ -182,7 +233,7 @@ def test_the_checks_find_what_they_look_for():
     made_up = {
         "wid.a": "from wid.b import helper\n",
         "wid.b": "from wid.a import _hidden\n\ndef f():\n    from wid.c import g\n",
-        "wid.c": "from wid.spec.windows import Sliding\nfrom wid.spec import spl\n\n"
+        "wid.c": "from wid.windows.context_free import Sliding\nfrom wid.windows import spl\n\n"
                  "def g(spec):\n    if isinstance(spec, (int, Sliding)) or isinstance(spec, spl.Tumbling):\n"
                  "        return hasattr(spec, 'slide')\n    return getattr(compiled.spec, 'slide', None)\n",
         "wid.d": "from wid.c import g\n\ndef h(policy, spec):\n"
@@ -190,14 +241,29 @@ def test_the_checks_find_what_they_look_for():
     }
     names = set(made_up)
     assert cycle(module_graph(made_up)) == ["wid.a", "wid.b", "wid.a"]
-    assert cycle(module_graph({**made_up, "wid.b": "def f():\n    from wid.a import helper\n"})) is None
+    inside = {**made_up, "wid.b": "def f():\n    from wid.a import helper\n"}
+    assert cycle(module_graph(inside)) == ["wid.a", "wid.b", "wid.a"]  # an import in a function counts
+    assert cycle(module_graph(inside, everywhere=False)) is None
+    spec = {"wid.windows": "", "wid.windows.kind": "import importlib\nfrom wid.errors import WidError\n"
+                                             "from wid.windows.numbers import LIMIT\n\n"
+                                             "def bucket(df):\n    from wid.bucket.fcf import bucket\n",
+            "wid.windows.numbers": "from wid.stream import replay\n",
+            "wid.bucket.fcf": "from wid.windows.kind import x\n"}
+    assert leaf_breaches(spec) == ["wid.windows.kind imports importlib", "wid.windows.kind imports wid.bucket.fcf",
+                                   "wid.windows.numbers imports wid.stream"]
+    crowded = {"wid": "", **{f"wid.m{i}": "" for i in range(13)}, "wid.live": "",
+               **{f"wid.live.live_{w}": "" for w in ("state", "run", "fca")}, "wid.live.live": "",
+               **{f"wid.live.p{i}": "" for i in range(17)}}
+    assert crowding(crowded, {"wid", "wid.live"}) == [
+        "wid holds 13 modules (at most 12)", "wid.live holds 21 modules (at most 20)",
+        "wid.live: live, live_fca, live_run, live_state share the prefix 'live': a folder"]
     assert private_imports(made_up) == ["wid.b imports _hidden from wid.a"]
     assert sorted(s.split(":")[1] for s in spec_switches("wid.c", made_up["wid.c"], names)) == ["5", "5", "6", "7"]
     assert spec_switches("wid.d", made_up["wid.d"], names) == []
 
 
 class _Step(PaneProcessor):
-    """A step whose unpickling would load the engine (:mod:`wid.stream.live_state`, pandas)."""
+    """A step whose unpickling would load the engine (:mod:`wid.stream.live.state`, pandas)."""
 
     def __init__(self) -> None:  # no layout needed: only its state variables are read
         pass
@@ -211,7 +277,39 @@ def test_spark_reads_a_live_processors_state_schemas_without_loading_the_engine(
     pickled.write_bytes(cloudpickle.dumps(Stateful(_Step())))
     probe = (f"import pickle, sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); "
              f"p = pickle.loads(open({str(pickled)!r}, 'rb').read()); "
-             "print(sorted(p.variables), [m for m in ('pandas', 'numpy', 'wid.stream.live_state', 'wid.compiler') "
-             "if m in sys.modules])")
+             "print(sorted(p.variables), [m for m in ('pandas', 'numpy', 'wid.stream.live.state', "
+             "'wid.compiler.query') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["['seen']", "[]"]
+
+
+class Hexagonal(WindowSpec):
+    """A window kind no stage serves."""
+
+    wattr = "ts"
+
+
+@pytest.mark.parametrize("stage", [
+    lambda spark: bucket(Hexagonal(), spark.range(1)),
+    lambda spark: bucket_sql(Hexagonal(), "readings", spark.range(1)),
+    lambda spark: live_bucket(Hexagonal(), spark.range(1)),
+    lambda spark: replay(Hexagonal(), None, None),
+    lambda spark: live_extents(Hexagonal(), None, None, None),
+], ids=["bucket", "bucket_sql", "live_bucket", "replay", "live_extents"])
+def test_a_stage_that_serves_no_kind_says_so(spark, stage):
+    with pytest.raises(WidError, match="Hexagonal"):
+        stage(spark)
+
+
+def test_the_public_names_and_the_former_spec_imports_still_work():
+    """The API of the SPEC (section 4) and the window kinds' former home ``wid.spec``."""
+    import wid
+    from wid.spec import flink, windows
+    from wid.spec.flink import Discretization
+    from wid.windows import context_free
+    from wid.windows import flink as moved
+
+    assert all(callable(getattr(wid, name)) for name in ("query", "replay", "live", "to_sql", "register", "run_sql",
+                                                        "create_view", "arrival"))
+    assert callable(wid.punctuate.slack) and callable(wid.punctuate.heartbeat)
+    assert (flink, windows, Discretization) == (moved, context_free, moved.Discretization)

@@ -26,13 +26,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
-from wid.cli import main
+from wid.cli.commands import main
 from wid.errors import WidError
-from wid.experiment import punctuation_of
+from wid.bench.experiment import punctuation_of
 from wid.plan import Plan
-from wid.spec.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
-from wid.stream import live_run
-from wid.stream.live import live
+from wid.windows.flink import CountEviction, CountTrigger, DeltaTrigger, Discretization, TimeEviction, TimeTrigger
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
 from wid.stream.replay import replay
 
 from connect_server import spark_env

@@ -1,4 +1,4 @@
-"""Live mode's stateful step for slide-by-tuple windows (wid.stream.live_fca) without Spark,
+"""Live mode's stateful step for slide-by-tuple windows (wid.stream.live.fca) without Spark,
 against the plain-Python streaming simulation of the paper's bins in tests/test_fca_replay.py,
 over any split into micro-batches (a punctuation may come a batch after the tuple whose
 ``row_num`` it shares): every window emitted once, with replay's ``emit_row``, and every late
@@ -19,11 +19,11 @@ from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, Stri
 from tests.test_fca_replay import R, VARIANTS, simulate
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_X
-from wid.stream.live_fca import SlideStep
-from wid.stream.live_input import KIND
-from wid.stream.live_state import KEPT
-from wid.stream.live_windows import SHAPE, Bounds, Layout
-from wid.stream.state_rows import Frames
+from wid.stream.live.fca import SlideStep
+from wid.stream.live.input import KIND
+from wid.stream.live.state import KEPT
+from wid.stream.live.windows import SHAPE, Bounds, Layout
+from wid.stream.live.state_rows import Frames
 
 AGGREGATES = (Aggregate("_wid_a0", "count"), Aggregate("_wid_a1", "sum", "v"), Aggregate("_wid_a2", "max", "v"))
 PARTIALS = [StructField("_wid_p0", LongType()), StructField("_wid_p1", LongType()), StructField("_wid_p2", LongType())]

@@ -1,4 +1,4 @@
-"""Live mode's input packing (wid.stream.live_input), against a plain-Python reading of what
+"""Live mode's input packing (wid.stream.live.input), against a plain-Python reading of what
 each bucket must receive: its own elements, unchanged, and, for each column that must spread
 to every bucket (``wid_closed`` of marks on all keys, ``wid_lo`` of open ranges), every record
 of it over the whole batch in ``row_num`` order (a tuple above every earlier one) and the
@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
-from wid.stream.live_input import BUCKET, KIND, MARK, PUNCTUATION, TUPLE, bucket_keys, pack, spark_hash, unpack
+from wid.stream.live.input import BUCKET, KIND, MARK, PUNCTUATION, TUPLE, bucket_keys, pack, spark_hash, unpack
 
 BUCKETS = 3
 NAMES = (BUCKET, "row_num", KIND, "wid_closed", "wid_lo", "speed")

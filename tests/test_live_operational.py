@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from tests.operational_sim import simulate, simulate_flink
 from wid.bucket.clock import T
-from wid.bucket.flink_scan import Buffers
+from wid.bucket.flink.scan import Buffers
 from wid.bucket.positions import LiveScan
-from wid.bucket.spl_scan import Scanner
+from wid.bucket.spl.scan import Scanner
 from wid.errors import WidError
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, DeltaTrigger, Discretization,
                             PunctuationEviction, PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl_clause import parse_spl
 
 #: Every policy of seed 003's tables, partitioned and not, with partition eviction.
 CLAUSES = ["tumbling, count(3)", "tumbling, count(2) partitioned BY k", "tumbling, delta(v, 2.5) partitioned BY k",

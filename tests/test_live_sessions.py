@@ -1,4 +1,4 @@
-"""Live mode's session step without Spark (wid.stream.live_sessions.advance_sessions), over any
+"""Live mode's session step without Spark (wid.stream.live.sessions.steps.advance_sessions), over any
 split into micro-batches, against an event-by-event simulation of docs/semantics.md's session
 rules (allowed lateness 0), written here from the text with exact Fractions:
 
@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.partials import Aggregate
-from wid.stream.live_arrival import COUNT
-from wid.stream.live_session_scans import SessionState
-from wid.stream.live_sessions import advance_sessions
-from wid.stream.state_rows import Frames, history, packed, state_frame, unpacked
-from wid.stream.live_windows import SHAPE, Bounds, Layout
-from wid.stream.session_runs import Peaks, advance_in_order, numbers
+from wid.stream.live.arrival import COUNT
+from wid.stream.live.sessions.scans import SessionState
+from wid.stream.live.sessions.steps import advance_sessions
+from wid.stream.live.state_rows import Frames, history, packed, state_frame, unpacked
+from wid.stream.live.windows import SHAPE, Bounds, Layout
+from wid.stream.live.sessions.runs import Peaks, advance_in_order, numbers
 from wid.stream.sessions import KeySession, KeySessions
 
 KEYS = ["a", "b", None]

@@ -1,6 +1,6 @@
 """Live mode's stateful step without Spark, against event-by-event simulations of the paper's
-semantics, over any split into micro-batches: steps 3-4 (wid.stream.live_windows.advance) and
-step 2 (marks on all keys becoming punctuations, wid.stream.live_arrival.on_all_keys).
+semantics, over any split into micro-batches: steps 3-4 (wid.stream.live.windows.advance) and
+step 2 (marks on all keys becoming punctuations, wid.stream.live.arrival.on_all_keys).
 
 The simulation reads one element at a time in arrival order (a tuple before a punctuation of
 its ``row_num``): ``C(k)``, the largest window closed for key ``k``, is the running max of the
@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.partials import Aggregate
-from wid.stream.live_arrival import on_all_keys
-from wid.stream.live_input import KIND, TUPLE
-from wid.stream.live_state import PENDING
-from wid.stream.state_rows import Frames, state_frame
-from wid.stream.live_windows import NONE, SHAPE, Bounds, Layout, advance
+from wid.stream.live.arrival import on_all_keys
+from wid.stream.live.input import KIND, TUPLE
+from wid.stream.live.state import PENDING
+from wid.stream.live.state_rows import Frames, state_frame
+from wid.stream.live.windows import NONE, SHAPE, Bounds, Layout, advance
 
 KEYS = ["a", "b", "c"]
 PANES = StructType([StructField("k", StringType()), StructField("wid_lo", LongType()), StructField("wid_hi", LongType()),

@@ -20,13 +20,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from wid import punctuate
-from wid.spec.spl import Sliding, Tumbling
-from wid.spec.spl_clause import parse_spl
-from wid.spec.sqlexpr import quote
-from wid.stream import live_run
-from wid.stream.live import live
+from wid.windows.spl import Sliding, Tumbling
+from wid.windows.spl_clause import parse_spl
+from wid.windows.sqlexpr import quote
+from wid.stream.live import run as live_run
+from wid.stream.live.job import live
 from wid.stream.replay import replay
-from wid.compiler import query
+from wid.compiler.query import query
 from wid.errors import WidError
 
 from live_jobs import run_in_waves

@@ -15,9 +15,9 @@ from tests.operational_sim import simulate, simulate_flink
 import wid
 from wid import punctuate
 from wid.errors import WidError
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaTrigger, Discretization, PunctuationEviction,
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaTrigger, Discretization, PunctuationEviction,
                             PunctuationTrigger, TimeEviction, TimeTrigger, TumblingEviction)
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from wid import punctuate
 from wid.errors import WidError
-from wid.compiler import compile_query
+from wid.compiler.query import compile_query
 from wid.stream.scan import before, running
 
 SLIDE = 5

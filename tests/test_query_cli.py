@@ -23,7 +23,7 @@ import pytest
 import wid
 
 import oracle
-from wid.cli import BAD_INPUT, EXAMPLES, main, parser
+from wid.cli.commands import BAD_INPUT, EXAMPLES, main, parser
 from wid.preflight import preflight
 
 WID = shutil.which("wid")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from wid.aggregate.partials import Aggregate
 from wid.aggregate.range import DIRECT, SCANNED, SHORT, range_aggregate, range_aggregate_sql
-from wid.spec.windows import Landmark, Sliding
+from wid.windows.context_free import Landmark, Sliding
 
 AGGREGATES = [Aggregate("n", "count"), Aggregate("nv", "count", "v"), Aggregate("total", "sum", "v"),
               Aggregate("mean", "avg", "v"), Aggregate("lo", "min", "v"), Aggregate("hi", "max", "v")]

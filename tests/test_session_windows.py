@@ -17,8 +17,8 @@ from pyspark.sql import functions as F
 
 import wid
 from wid.errors import WidError
-from wid.spec.clause import parse_window
-from wid.spec.aware import Session
+from wid.windows.clause import parse_window
+from wid.windows.aware import Session
 
 T0 = dt.datetime(2024, 5, 1, 8, 0, 0)
 

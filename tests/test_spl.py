@@ -13,10 +13,10 @@ from tests.operational_sim import aggregate, simulate
 
 import wid
 from wid.errors import WidError
-from wid.bucket.spl import compiled, operational_bucket, path
+from wid.bucket.spl.bucket import compiled, operational_bucket, path
 from wid.bucket.positions import beyond
-from wid.spec.spl import Count, PartitionAge, PartitionCount, Sliding, Tumbling, TupleCount
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl import Count, PartitionAge, PartitionCount, Sliding, Tumbling, TupleCount
+from wid.windows.spl_clause import parse_spl
 
 SCHEMA = "row_num long, v double, k string, arrival_ts double, punct boolean"
 

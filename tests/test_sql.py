@@ -16,7 +16,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 import wid
-from wid.spec.windows import Sliding
+from wid.windows.context_free import Sliding
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 #: (range, slide) pairs: sliding, tumbling, hopping with gaps (s > r), fractional.

@@ -21,12 +21,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DecimalType
 
 import wid
-from wid import catalog
+from wid.sql import catalog
 from wid.errors import WidError
-from wid.serve import spark_home
-from wid.spec.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
+from wid.sql.serve import spark_home
+from wid.windows.flink import (CountEviction, CountTrigger, DeltaEviction, Discretization, TimeEviction, TimeTrigger,
                             TumblingEviction)
-from wid.spec.spl_clause import parse_spl
+from wid.windows.spl_clause import parse_spl
 
 from tests.operational_sim import simulate, simulate_flink
 from tests.test_spl import random_rows
@@ -131,7 +131,7 @@ def test_quoted_unicode_and_hostile_names_compile_and_inject_nothing(spark):
     assert spark.catalog.tableExists("sqlcat_victim")
     for bad in ["données", "t; DROP VIEW sqlcat_victim", "a.b.c.d", "``"]:
         with pytest.raises(WidError, match="not a valid table or view name"):
-            wid.sql.create_persistent_view(spark, bad, text)
+            wid.sql.views.create_persistent_view(spark, bad, text)
 
 
 def test_to_sql_keeps_order_by_and_limit(spark):
@@ -273,7 +273,7 @@ def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(s
                 wid.run_sql(spark, statement)
         assert not any(spark.catalog.tableExists(f"sqlcat_v{i}") for i in range(1, 6))
         with pytest.raises(WidError, match="not a valid table or view name"):
-            wid.sql.create_persistent_view(spark, "v; DROP TABLE sqlcat_traffic", q)
+            wid.sql.views.create_persistent_view(spark, "v; DROP TABLE sqlcat_traffic", q)
         temp = wid.run_sql(spark, "CREATE TEMP VIEW sqlcat_t AS " + Q1)
         assert spark.catalog.getTable("sqlcat_t").isTemporary and temp.count() == 398
     finally:
@@ -287,12 +287,12 @@ def test_register_persistent_functions(spark):
         assert spark.sql("SELECT wid_lo(CAST(125 AS DOUBLE), 300, 60) AS lo").first().lo == 2
         assert not spark.catalog.getFunction("wid_lo").isTemporary
     finally:
-        for name in wid.sql.FUNCTIONS:
+        for name in wid.sql.views.FUNCTIONS:
             spark.sql(f"DROP FUNCTION IF EXISTS {name}")
 
 
 def test_wid_sql_statements_file(spark, tmp_path, capsys):
-    from wid.cli import main
+    from wid.cli.commands import main
 
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
     script = tmp_path / "q.sql"
@@ -343,7 +343,7 @@ def _run_walkthrough(block: str, home: Path) -> subprocess.CompletedProcess:
     (conf / "spark-defaults.conf").write_text("spark.driver.host 127.0.0.1\nspark.ui.enabled false\n")
     env = {**_env(), "HOME": str(home), "SPARK_CONF_DIR": str(conf), "TZ": "UTC",
            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    script = f'set -e\nwid() {{ "{sys.executable}" -m wid.cli "$@"; }}\n{block}\n'
+    script = f'set -e\nwid() {{ "{sys.executable}" -m wid.cli.commands "$@"; }}\n{block}\n'
     return subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
 
 
@@ -381,7 +381,7 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_beeline_reads_the_window_view_over_wid_serve(spark, hive_catalog):
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "wid.cli", "serve", "--port", str(port),
+    server = subprocess.Popen([sys.executable, "-m", "wid.cli.commands", "serve", "--port", str(port),
                                "--warehouse", str(hive_catalog)], env=_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
@@ -409,7 +409,7 @@ def test_beeline_reads_the_window_view_over_wid_serve(spark, hive_catalog):
 
 
 def test_serve_refuses_a_bad_port(spark, capsys):
-    from wid.cli import main
+    from wid.cli.commands import main
 
     assert main(["serve", "--port", "0"], spark=spark) == 2
     assert "--port must be 1..65535" in capsys.readouterr().err

@@ -1,11 +1,11 @@
-"""The window query's text (:mod:`wid.text`): the window clause found on SQL tokens, every part
+"""The window query's text (:mod:`wid.compiler.text`): the window clause found on SQL tokens, every part
 handed on as the user wrote it, decomposable aggregates recognised on sqlglot's parse."""
 
 from __future__ import annotations
 
 import pytest
 
-from wid.text import SelectItem, WindowQuery, window_span
+from wid.compiler.text import SelectItem, WindowQuery, window_span
 
 
 def test_parts_are_the_users_text():

@@ -14,19 +14,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what the names are, for type checkers and editors
-    from wid.compiler import query
+    from wid.compiler.query import query
     from wid.errors import WidError
-    from wid.sql import create_view, register, run_sql
-    from wid.sqltext import to_sql
+    from wid.sql.views import create_view, register, run_sql
+    from wid.sql.text import to_sql
     from wid.stream import punctuate
     from wid.stream.arrival import arrival
-    from wid.stream.live import Live, live
+    from wid.stream.live.job import Live, live
     from wid.stream.replay import Replay, replay
 
-_HOMES = {"WidError": "wid.errors", "query": "wid.compiler", "register": "wid.sql", "create_view": "wid.sql",
-          "run_sql": "wid.sql", "to_sql": "wid.sqltext", "replay": "wid.stream.replay",
-          "Replay": "wid.stream.replay", "live": "wid.stream.live", "Live": "wid.stream.live",
-          "arrival": "wid.stream.arrival"}
+_HOMES = {"WidError": "wid.errors", "query": "wid.compiler.query", "register": "wid.sql.views",
+          "create_view": "wid.sql.views", "run_sql": "wid.sql.views", "to_sql": "wid.sql.text",
+          "replay": "wid.stream.replay", "Replay": "wid.stream.replay", "live": "wid.stream.live.job",
+          "Live": "wid.stream.live.job", "arrival": "wid.stream.arrival"}
 
 __all__ = [*_HOMES, "punctuate"]
 

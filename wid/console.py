@@ -1,5 +1,5 @@
 """Plain text of the command line: result rows as an aligned table, CSV or JSON Lines, one-line
-errors, and progress on the ``wid`` logger (:func:`wid.cli.main` shows it on stderr).
+errors, and progress on the ``wid`` logger (:func:`wid.cli.commands.main` shows it on stderr).
 
 Every command that prints rows (``run``, ``query``, ``replay``, ``live``, ``sql``) renders them
 here, in one style: a column's values in one format (:func:`cells`), the row count with its

@@ -15,7 +15,7 @@ QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 class WidError(ValueError):
     """A malformed window clause or query, a bad parameter, or bad window-attribute data.
 
-    >>> from wid.spec.clause import parse_window
+    >>> from wid.windows.clause import parse_window
     >>> issubclass(WidError, ValueError)
     True
     >>> parse_window("RANGE -5 SLIDE 1 WATTR ts")

@@ -33,7 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from wid.errors import WidError
 from wid.preflight import preflight
 from wid.source import Source
-from wid.spec.flink import Discretization, from_dict
+from wid.windows.flink import Discretization, from_dict
 from wid.stream.arrival import arrival
 
 _TOP_KEYS = {"query", "view", "title", "input"}

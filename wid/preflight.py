@@ -13,9 +13,9 @@ from sqlglot import exp, parse_one
 from sqlglot.errors import ParseError
 
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
-from wid.spec.clause import parse_window
-from wid.text import RESERVED, WindowQuery
+from wid.windows.base import WindowSpec
+from wid.windows.clause import parse_window
+from wid.compiler.text import RESERVED, WindowQuery
 
 
 def preflight(text: str, columns: Sequence[str] | None, view: str, window: WindowSpec | None = None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.errors import WidError
-from wid.spec.sqlexpr import name_parts, quote
+from wid.windows.sqlexpr import name_parts, quote
 
 #: Formats by file extension.
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".jsonl": "json", ".ndjson": "json"}

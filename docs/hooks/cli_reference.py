@@ -1,4 +1,4 @@
-"""MkDocs hook: the command-line reference, generated from ``wid.cli.parser()`` at build time.
+"""MkDocs hook: the command-line reference, generated from ``wid.cli.commands.parser()`` at build time.
 
 A page holding the line ``<!-- cli-reference -->`` gets, in its place, ``wid --help`` and one
 section per subcommand with its ``--help`` (80 columns, whatever the terminal), so the reference
@@ -16,7 +16,7 @@ MARKER = "<!-- cli-reference -->"
 
 def reference() -> str:
     """Markdown: the top-level help, then ``## wid NAME`` and the help of each subcommand."""
-    from wid.cli import parser
+    from wid.cli.commands import parser
 
     with mock.patch.dict(os.environ, {"COLUMNS": "80"}):
         top = parser()

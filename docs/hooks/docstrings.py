@@ -4,7 +4,7 @@ doctest, read as Markdown.
 - a doctest example (``>>>`` lines, their continuations and expected output, up to a blank
   line) becomes a ``pycon`` code block, ``<BLANKLINE>`` a blank line and ``# doctest:`` flags
   dropped;
-- a Sphinx role (``:func:`wid.query```, ``:class:`~wid.spec.flink.Discretization```) becomes
+- a Sphinx role (``:func:`wid.query```, ``:class:`~wid.windows.flink.Discretization```) becomes
   inline code.
 """
 

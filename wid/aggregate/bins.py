@@ -21,7 +21,7 @@ from decimal import Decimal, localcontext
 
 import numpy as np
 
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 
 #: Tuples per batch of :meth:`Bins.add`.
 BATCH = 1 << 16

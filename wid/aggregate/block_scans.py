@@ -30,7 +30,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.spec.sqlexpr import quote
+from wid.windows.sqlexpr import quote
 
 _FROM, _TO = "_wid_from", "_wid_to"
 

@@ -41,8 +41,8 @@ from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_val
 from wid.bucket.fca import CHUNK, HOME, chunked, contributes
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
-from wid.spec.numbers import LIMIT, Number, as_number
-from wid.spec.sqlexpr import column
+from wid.windows.numbers import LIMIT, Number, as_number
+from wid.windows.sqlexpr import column
 
 #: Tuples per chunk the bins formulation aims at.
 CHUNK_ROWS = 50_000
@@ -60,7 +60,7 @@ def aggregate(tagged: DataFrame, r: Number, dtype: DataType, keys: list[str], ag
     RANGE 2 on ``ts``: a window at every tuple's ``ts``, shared by the keys, holding ``w - 2 < ts <= w``:
 
     >>> from wid.bucket.fca import bucket
-    >>> from wid.spec.aware import SlideByTuple
+    >>> from wid.windows.aware import SlideByTuple
     >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
     >>> out = aggregate(tagged, 2, DoubleType(), ["k"], [Aggregate("total", "sum", "v")])
     >>> sorted(tuple(row) for row in out.collect())
@@ -134,7 +134,7 @@ class Chunks:
     chunk 3, that of its end 6.0:
 
     >>> from wid.bucket.fca import bucket
-    >>> from wid.spec.aware import SlideByTuple
+    >>> from wid.windows.aware import SlideByTuple
     >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
     >>> rows = chunk_rows_of(tagged, 2, [], [Aggregate("n", "count")], chunk_rows=1).rows
     >>> sorted((row[CHUNK], row[DEFINES]) for row in rows.where("wid_x = 4.0").collect())
@@ -158,7 +158,7 @@ def chunk_rows_of(tagged: DataFrame, r: Number, keys: list[str], aggregates: lis
     ``first = floor(1.0 / 2) - 1`` and ``last = floor((9.0 + 2) / 2) + 1``:
 
     >>> from wid.bucket.fca import bucket
-    >>> from wid.spec.aware import SlideByTuple
+    >>> from wid.windows.aware import SlideByTuple
     >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
     >>> chunks = chunk_rows_of(tagged, 2, [], [Aggregate("n", "count")], chunk_rows=1)
     >>> chunks.width, chunks.first, chunks.last
@@ -281,7 +281,7 @@ def binned_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     RANGE 2 on ``ts``: window 2.5 holds the values 5 and 1 (``ts`` 1.0 and 2.5), window 4.0 the values 1 and 7:
 
     >>> from wid.bucket.fca import bucket
-    >>> from wid.spec.aware import SlideByTuple
+    >>> from wid.windows.aware import SlideByTuple
     >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
     >>> out = binned_aggregate(tagged, 2, [], [Aggregate("m", "avg", "v")], {"v": np.dtype(np.int64)})
     >>> sorted(tuple(row) for row in out.collect())

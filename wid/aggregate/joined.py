@@ -10,8 +10,8 @@ from pyspark.sql.types import DataType
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID, WID_HI, WID_IN, WID_WINDOW, WID_X, rattr_value
 from wid.bucket.fca import CHUNK, before_end, chunk_of, chunked, contributes
-from wid.spec.numbers import Number
-from wid.spec.sqlexpr import Sql, column, columns, quote
+from wid.windows.numbers import Number
+from wid.windows.sqlexpr import Sql, column, columns, quote
 
 
 def extent(r: Number, dtype: DataType) -> str:
@@ -34,7 +34,7 @@ def joined_aggregate(tagged: DataFrame, r: Number, keys: list[str], aggregates: 
     RANGE 2 on ``ts``: a window at every tuple's ``ts``, shared by the keys, holding ``w - 2 < ts <= w``:
 
     >>> from wid.bucket.fca import bucket
-    >>> from wid.spec.aware import SlideByTuple
+    >>> from wid.windows.aware import SlideByTuple
     >>> tagged = bucket(spark.table("readings"), SlideByTuple(2, "ts"))
     >>> sorted(tuple(row) for row in joined_aggregate(tagged, 2, ["k"], [Aggregate("total", "sum", "v")]).collect())
     [('a', 1.0, 5), ('a', 2.5, 5), ('a', 4.0, 7), ('a', 9.0, 2), ('b', 2.5, 1), ('b', 4.0, 1)]

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, NumericType
 
 from wid.errors import WidError
-from wid.spec.sqlexpr import quote
+from wid.windows.sqlexpr import quote
 
 DECOMPOSABLE = ("count", "sum", "avg", "min", "max")
 

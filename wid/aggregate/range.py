@@ -39,7 +39,7 @@ from pyspark.sql.types import DataType
 from wid.aggregate.block_scans import block_windows, block_windows_sql
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID
-from wid.spec.sqlexpr import column, columns, quote
+from wid.windows.sqlexpr import column, columns, quote
 
 _LEVEL, _BLOCK, _STEP = "_wid_level", "_wid_block", "_wid_step"
 #: A pane covering at most this many ids spreads over them without the block stage.

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value
 from wid.bucket.steps import Add, Step, Totals, staged
 from wid.errors import WidError
-from wid.spec.sqlexpr import Expr, call, constant, over, when
+from wid.windows.sqlexpr import Expr, call, constant, over, when
 
 T, T0, TEND = "_wid_t", "_wid_t0", "_wid_tend"
 

@@ -26,9 +26,9 @@ from pyspark.sql.types import (
 )
 
 from wid.errors import WidError
-from wid.spec.numbers import LIMIT, Number, floor_scaled
-from wid.spec.sqlexpr import Expr, Sql, call, column, constant, equal, literal, over, when
-from wid.spec.base import WindowSpec
+from wid.windows.numbers import LIMIT, Number, floor_scaled
+from wid.windows.sqlexpr import Expr, Sql, call, column, constant, equal, literal, over, when
+from wid.windows.base import WindowSpec
 
 WID_LO = "wid_lo"
 WID_HI = "wid_hi"
@@ -50,7 +50,7 @@ REVISION = "revision"
 MICROS_PER_SECOND = 10**6
 MICROS_PER_DAY = 86_400 * MICROS_PER_SECOND
 
-#: A column by name: :func:`wid.spec.sqlexpr.column` (a Column), or :meth:`Sql.column` (SQL text).
+#: A column by name: :func:`wid.windows.sqlexpr.column` (a Column), or :meth:`Sql.column` (SQL text).
 Named = Callable[[str], Expr]
 
 
@@ -305,7 +305,7 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0,
     number such as a slack amount that must be whole in those units too): every boundary ``b``
     is a multiple of ``10**-p``, so ``x >= b <=> floor(x * 10**p) >= b * 10**p``.
 
-    >>> from wid.spec.windows import Sliding
+    >>> from wid.windows.context_free import Sliding
     >>> x, factor = id_units(Sql.column("ts"), DoubleType(), Sliding(Decimal("0.5"), Decimal("0.25"), "ts"))
     >>> factor  # boundaries are multiples of 0.01: x becomes floor(x * 100), exactly (0.35 is 0.34999... as a double)
     100

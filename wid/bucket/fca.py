@@ -25,9 +25,9 @@ from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, naming,
                                 position, unranged)
 from wid.errors import WidError
-from wid.spec.numbers import Number
-from wid.spec.sqlexpr import Expr, Sql, call, column
-from wid.spec.aware import SlideByTuple
+from wid.windows.numbers import Number
+from wid.windows.sqlexpr import Expr, Sql, call, column
+from wid.windows.aware import SlideByTuple
 
 #: A chunk of the x axis (windows ``c*width <= w < (c+1)*width``) and its index among the
 #: tuple's chunks (0: the chunk holding ``x``).
@@ -147,7 +147,7 @@ def bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
 def live_bucket(df: DataFrame, spec: SlideByTuple) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or NaN
     attribute fails the query); which tuples define windows, and each window's members, come in
-    the stateful step (:mod:`wid.stream.live_fca`) as tuples arrive.
+    the stateful step (:mod:`wid.stream.live.fca`) as tuples arrive.
 
     >>> t = spark.sql("SELECT 7L AS row_num, TIMESTAMP'1970-01-01 00:00:02.5' AS t")
     >>> live_bucket(t, SlideByTuple(1, "t")).select("wid_x", "wid_lo", "wid_hi").first()
@@ -160,7 +160,7 @@ def bucket_sql(source: str, df: DataFrame, spec: SlideByTuple) -> str:
     """:func:`bucket` as a Spark SQL query over ``source`` (SQL text of a relation with ``df``'s
     columns); FCB/FCU positions come from one ``row_number()`` over the whole stream.
 
-    >>> from wid.spec.aware import SlideByRank
+    >>> from wid.windows.aware import SlideByRank
     >>> sql = bucket_sql("readings", spark.table("readings"), SlideByRank(2.5, "ts", every=2))  # ts order: 0, 2, 1, 3
     >>> spark.sql(sql).select("row_num", WID_LO, WID_HI, WID_WINDOW).orderBy("row_num").show()
     +-------+------+------+----------+

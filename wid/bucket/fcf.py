@@ -18,8 +18,8 @@ from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_typ
                                 unranged)
 from wid.bucket.fca import positioned
 from wid.errors import WidError
-from wid.spec.sqlexpr import Sql, column
-from wid.spec.base import WindowSpec
+from wid.windows.sqlexpr import Sql, column
+from wid.windows.base import WindowSpec
 
 
 def _positioned(tagged: DataFrame, spec: WindowSpec) -> DataFrame:
@@ -37,7 +37,7 @@ def bucket(df: DataFrame, spec: WindowSpec, close_open: bool = True) -> DataFram
     the window whose extent first holds the stream's largest ``x`` (read in a job of its own;
     with ``close_open`` False, left NULL for live mode, where the stream has no end yet).
 
-    >>> from wid.spec.windows import Sliding
+    >>> from wid.windows.context_free import Sliding
     >>> hopping = bucket(spark.table("readings"), Sliding(1, 2, "ts"))  # windows [2w + 1, 2w + 2): 2.5 and 4.0 in none
     >>> hopping.select("row_num", "ts", WID_X, WID_LO, WID_HI).orderBy("row_num").show()
     +-------+---+-----+------+------+
@@ -69,7 +69,7 @@ def bucket_punctuations(punctuations: DataFrame, spec: WindowSpec) -> DataFrame:
     """Punctuations on the window attribute as punctuations on wid: adds ``wid_closed``,
     the largest window whose extent end ``(w+1)s <= bound``.
 
-    >>> from wid.spec.windows import Sliding
+    >>> from wid.windows.context_free import Sliding
     >>> bounds = spark.createDataFrame([(4, -0.5), (7, 4.0), (9, 5.5)], "row_num long, ts double")
     >>> sorted(bucket_punctuations(bounds, Sliding(4, 2, "ts")).select("ts", WID_CLOSED).collect())
     [Row(ts=-0.5, wid_closed=-2), Row(ts=4.0, wid_closed=1), Row(ts=5.5, wid_closed=1)]
@@ -86,7 +86,7 @@ def bucket_sql(source: str, df: DataFrame, spec: WindowSpec) -> str:
     from one ``row_number()`` per partition (the whole stream when unpartitioned), a repeated
     ``wattr`` failing the query (:func:`wid.bucket.columns.position`).
 
-    >>> from wid.spec.windows import PartitionedTupleSliding
+    >>> from wid.windows.context_free import PartitionedTupleSliding
     >>> sql = bucket_sql("readings", spark.table("readings"), PartitionedTupleSliding(3, 2, "ts", "k"))
     >>> spark.sql(sql).select("k", "ts", WID_X, WID_LO, WID_HI).orderBy("k", "ts").show()
     +---+---+-----+------+------+
@@ -121,7 +121,7 @@ def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
     """A ROWS window's Bucket before positions are known (live mode counts them in arrival
     order as tuples come): ``wid_x``, ``wid_lo``, ``wid_hi`` NULL; the attributes checked.
 
-    >>> from wid.spec.windows import PartitionedTupleSliding, TupleSliding
+    >>> from wid.windows.context_free import PartitionedTupleSliding, TupleSliding
     >>> unpositioned(spark.table("readings"), TupleSliding(3, 2)).select(WID_X, WID_LO, WID_HI).first()
     Row(wid_x=None, wid_lo=None, wid_hi=None)
     >>> unpositioned(spark.table("readings"), PartitionedTupleSliding(3, 2, pattr="g"))
@@ -131,3 +131,16 @@ def unpositioned(df: DataFrame, spec: WindowSpec) -> DataFrame:
     for name in (spec.wattr, *spec.partition):
         attribute_type(df, name)
     return unranged(df, {WID_X: F.lit(None).cast("long")})
+
+
+def live_bucket(df: DataFrame, spec: WindowSpec) -> DataFrame:
+    """Bucket on a stream that has not ended (live mode): a ROWS window's ids NULL
+    (:func:`unpositioned`: positions come as tuples arrive); an open end left open (NULL
+    ``wid_hi``: the end of the stream closes it).
+
+    >>> from wid.windows.context_free import Landmark
+    >>> tagged = live_bucket(spark.table("readings"), Landmark(2, "ts"))
+    >>> sorted((r.ts, r.wid_lo, r.wid_hi) for r in tagged.collect())[:2]
+    [(1.0, 0, None), (2.5, 1, None)]
+    """
+    return unpositioned(df, spec) if spec.positional else bucket(df, spec, close_open=False)

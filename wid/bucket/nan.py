@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
-from wid.spec.sqlexpr import column
+from wid.windows.sqlexpr import column
 
 
 class _NanKey:

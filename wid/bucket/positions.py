@@ -29,7 +29,7 @@ from wid.bucket.nan import NAN_KEY, NanFlags
 from wid.bucket.plain import PlainNames
 from wid.bucket.steps import Keep
 from wid.errors import WidError
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _ALL = "_wid_all"
 Tags = tuple[np.ndarray, np.ndarray]
@@ -58,7 +58,7 @@ def check_inputs(df: DataFrame, partition: Sequence[str], markers: Sequence[str]
 def in_a_window(named: Named) -> Keep:
     """The step that keeps the items some window holds: ``wid_lo <= wid_hi``.
 
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.sqlexpr import Sql
     >>> in_a_window(Sql.column).sql("`tagged`")
     '(SELECT * FROM `tagged` WHERE (`wid_lo` <= `wid_hi`))'
     """
@@ -219,8 +219,8 @@ class LiveScanner(Protocol):
     still held first, then the batch's, in ``row_num`` order), resumable: live mode's stateful
     step. ``fired`` and ``members``: each window it fired and that window's tuples (indices).
 
-    >>> from wid.bucket.spl_scan import Scanner as Spl
-    >>> from wid.spec.spl import Count, Tumbling
+    >>> from wid.bucket.spl.scan import Scanner as Spl
+    >>> from wid.windows.spl import Count, Tumbling
     >>> first = Spl(Tumbling(eviction=Count(2)), pd.DataFrame({"row_num": [0, 1, 2]}), 1, members=True)
     >>> first.advance(0); values, held = first.state(); first.fired, held  # row 2 waits in the buffer
     ([((), 0, 1)], [2])
@@ -253,8 +253,8 @@ class LiveScan:
     (none: one bucket scans the stream); ``keys``: the columns whose values key its buffers.
 
     >>> from functools import partial
-    >>> from wid.bucket.spl_scan import Scanner as Spl
-    >>> from wid.spec.spl import Count, Tumbling
+    >>> from wid.bucket.spl.scan import Scanner as Spl
+    >>> from wid.windows.spl import Count, Tumbling
     >>> live = LiveScan(partial(Spl, Tumbling(("g",), eviction=Count(2)), scale=1, members=True), (), ("g",), ("g",))
     >>> run = live.scanner(pd.DataFrame({"row_num": [0, 1, 2, 3], "g": [2.5, None, 2.5, np.nan]})); run.advance(0)
     >>> run.fired, run.members  # unflagged, NaN and NULL are one key

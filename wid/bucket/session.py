@@ -33,9 +33,9 @@ from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named,
                                 epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError
-from wid.spec.aware import Session
-from wid.spec.numbers import exact
-from wid.spec.sqlexpr import Expr, Sql, call, column, constant, over
+from wid.windows.aware import Session
+from wid.windows.numbers import exact
+from wid.windows.sqlexpr import Expr, Sql, call, column, constant, over
 
 SESSION_START, SESSION_END = Session.extent_columns
 _NEW = "_wid_new"
@@ -184,7 +184,7 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or
     NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
-    stateful step as tuples arrive (:mod:`wid.stream.live_sessions`).
+    stateful step as tuples arrive (:mod:`wid.stream.live.sessions.steps`).
 
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()

@@ -1,8 +1,8 @@
 """The steps of a tagger on a relation, one definition for both of its forms: a DataFrame (for
 :func:`wid.query`) or SQL text of a relation (for :func:`wid.to_sql`), the expressions of each
-step built by the same formulas as Columns or as :class:`wid.spec.sqlexpr.Sql` text::
+step built by the same formulas as Columns or as :class:`wid.windows.sqlexpr.Sql` text::
 
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.sqlexpr import Sql
     >>> staged("`t`", [Add([("y", Sql.column("x") + 1)]), Keep(Sql.column("y") > 2)])
     '(SELECT * FROM (SELECT *, (`x` + 1) AS `y` FROM `t`) WHERE (`y` > 2))'
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.spec.sqlexpr import Expr
+from wid.windows.sqlexpr import Expr
 
 #: Columns added to a relation at once: ``(name, expression)``, each reading the relation's columns only.
 Stage = Sequence[tuple[str, Expr]]
@@ -28,7 +28,7 @@ class Step(ABC):
 
     The same step as SQL text and on a DataFrame:
 
-    >>> from wid.spec.sqlexpr import Sql, column
+    >>> from wid.windows.sqlexpr import Sql, column
     >>> Keep(Sql.column("v") >= 5).sql("`readings`")
     '(SELECT * FROM `readings` WHERE (`v` >= 5))'
     >>> sorted(row.row_num for row in Keep(column("v") >= 5).frame(spark.table("readings")).collect())
@@ -48,7 +48,7 @@ class Step(ABC):
 class Add(Step):
     """Columns added at once (a window function may read the columns of an earlier step).
 
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.sqlexpr import Sql
     >>> Add([("lo", Sql.column("ts") - 0.5), ("hi", Sql.column("ts") + 0.5)]).sql("`readings`")
     "(SELECT *, (`ts` - CAST('0.5' AS DOUBLE)) AS `lo`, (`ts` + CAST('0.5' AS DOUBLE)) AS `hi` FROM `readings`)"
     """
@@ -66,7 +66,7 @@ class Add(Step):
 class Keep(Step):
     """The rows where ``condition`` holds.
 
-    >>> from wid.spec.sqlexpr import Sql
+    >>> from wid.windows.sqlexpr import Sql
     >>> Keep(Sql.column("wid_lo") <= Sql.column("wid_hi")).sql("`tagged`")
     '(SELECT * FROM `tagged` WHERE (`wid_lo` <= `wid_hi`))'
     """
@@ -85,7 +85,7 @@ class Totals(Step):
     """Aggregates over the relation's rows (those where ``where`` holds), added to every row
     (a cross join with their one row).
 
-    >>> from wid.spec.sqlexpr import Sql, call
+    >>> from wid.windows.sqlexpr import Sql, call
     >>> Totals([("t0", call("min", Sql.column("arrival_ts")))], Sql.column("v") > 1).sql("`readings`")
     '(SELECT * FROM `readings` CROSS JOIN (SELECT min(`arrival_ts`) AS `t0` FROM `readings` WHERE (`v` > 1)))'
     """
@@ -109,7 +109,7 @@ def staged(relation: DataFrame | str, steps: Sequence[Step]) -> DataFrame | str:
 
     On a DataFrame (the module docstring shows SQL text), each step reading the columns of the one before:
 
-    >>> from wid.spec.sqlexpr import column
+    >>> from wid.windows.sqlexpr import column
     >>> rows = staged(spark.table("readings"), [Add([("y", column("v") * 2 - 3)]), Keep(column("y") > 0)])
     >>> sorted((row.row_num, row.y) for row in rows.collect())
     [(0, 7), (1, 11), (3, 1)]

@@ -1,6 +1,6 @@
 """Arrival order for data that has none: :func:`arrival` adds the ``row_num`` column.
 
-Only what reads arrival order needs ``row_num`` (:attr:`wid.spec.base.WindowSpec.reads_arrival`:
+Only what reads arrival order needs ``row_num`` (:attr:`wid.windows.base.WindowSpec.reads_arrival`:
 ROWS windows over ``row_num``, ``SLIDE n ROWS`` with n > 1, SPL and Flink windows; replay and
 live mode always); a file of events without one gets it here, ordered by its own columns or by
 where each tuple lies in the files.
@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from wid.bucket.columns import attribute_type
 from wid.errors import WidError
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 ROW_NUM = "row_num"
 #: Where a tuple lies in the source: the file it was read from and its id in the scan.

@@ -48,17 +48,17 @@ from wid.bucket.fca import CHUNK, units
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
-from wid.spec.numbers import Number, as_number, times
+from wid.windows.numbers import Number, as_number, times
 from wid.stream.fca_scan import KIND, LATE, scanner
 from wid.stream.punctuation import Generator, Punctuations
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _LAST = "_wid_last"
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0,
            chunk_rows: int = CHUNK_ROWS) -> tuple[DataFrame, DataFrame]:
-    """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.compiler.CompiledQuery`)
+    """``(results, late)`` of ``compiled`` (a slide-by-tuple :class:`wid.compiler.query.CompiledQuery`)
     under ``punctuation`` (None: only the end of the stream) and ``allowed_lateness`` (``rattr``
     units, seconds for timestamps): the results are the aggregate's columns plus ``emit_row``
     and ``revision``, ``late`` the stream's columns plus ``wid``. ``chunk_rows`` sizes the
@@ -68,7 +68,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     comes once the bound is 4, so window 2.5, defined by it after a wildcard bound passed it, is lost
     (both its contributions late); generous mode counts the tuple in window 4, consistent mode drops it there too:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 2 RATTR ts SLIDE 1 ROW "
     ...                                 "SATTR row_num]")
     >>> results, late = replay(compiled, wid.punctuate.slack(0))

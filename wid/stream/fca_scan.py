@@ -3,7 +3,7 @@ per key partition, its tuples and punctuations in arrival order through the pape
 bins (:class:`wid.aggregate.bins.Bins`): processtuple, processpunctuation (emit, then purge),
 revisions within the allowed lateness, and one row per dropped (tuple, window) contribution.
 Arrow, numpy and pandas (the punctuations) only; the module doc of :mod:`wid.stream.fca_replay`
-states the semantics. Live mode (:mod:`wid.stream.live_fca`) runs :func:`elements_scanner` over
+states the semantics. Live mode (:mod:`wid.stream.live.fca`) runs :func:`elements_scanner` over
 the stream so far.
 """
 
@@ -20,7 +20,7 @@ from wid.aggregate.bins import Bins, add, ends, lowest
 from wid.aggregate.fca import NULLABLE, by_key, contributing_rows, windows_of
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_X
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 
 #: The row_num of a late tuple (NULL on result rows); an element's kind: 0 = tuple, 1 = punctuation.
 LATE, KIND = "_wid_late", "_wid_kind"

@@ -27,12 +27,12 @@ from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
-from wid.compiler import CompiledQuery
-from wid.spec.numbers import Number, as_number, times
-from wid.spec.windows import ContextFree
+from wid.compiler.query import CompiledQuery
+from wid.windows.numbers import Number, as_number, times
+from wid.windows.context_free import ContextFree
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.scan import before
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _C, _AT = "_wid_c", "_wid_at"
 _CL, _W, _R, _LATE_ROW = "_wid_cl", "_wid_w", "_wid_r", "_wid_late_row"
@@ -74,7 +74,7 @@ def _emit_rows(results: DataFrame, punctuations: Punctuations) -> DataFrame:
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
     """``(results, late)`` of ``compiled`` (a sliding, tumbling or landmark
-    :class:`wid.compiler.CompiledQuery`) under ``punctuation`` (None: only the end of the stream;
+    :class:`wid.compiler.query.CompiledQuery`) under ``punctuation`` (None: only the end of the stream;
     ROWS windows: implied by arrival order): the results are the aggregate's columns plus
     ``emit_row`` and ``revision``, ``late`` the stream's columns plus ``wid``. With
     ``allowed_lateness`` L, ``C_L`` = the largest window closed by the bounds minus L: a tuple's
@@ -83,7 +83,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     On the view ``readings`` of :func:`wid.query`'s example, the heartbeat at 4 closes window 1
     (``[2, 4)``) before the reading at ``ts = 2.5`` arrives:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> results, late = replay(compiled, wid.punctuate.heartbeat(2, skew=0))
     >>> late.collect()
@@ -129,7 +129,7 @@ class Lagged:
     """``spec`` seen by punctuations ``lateness`` later: ``closed(bound) = spec.closed(bound - lateness)``,
     the windows whose ``end + lateness <= bound``.
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> spec = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts]").spec
     >>> tuple(spark.range(1).select(spec.closed(F.lit(6)), Lagged(spec, 1).closed(F.lit(6))).first())  # [2w, 2w + 2)
     (2, 1)

@@ -21,7 +21,7 @@ from wid.bucket.columns import EMIT_ROW, WID, attribute_type, epoch_micros, on_a
 from wid.errors import WidError
 from wid.stream.replay import Replay
 from wid.stream.scan import ROW_CHUNK, WID_CHUNK, running
-from wid.spec.sqlexpr import column
+from wid.windows.sqlexpr import column
 
 TOLERANCE = 1e-9
 _ORD, _KIND, _VAL = "_wid_ord", "_wid_kind", "_wid_val"

@@ -3,9 +3,9 @@ and on which arrival.
 
 Both operators are FIFO buffers fed in ``row_num`` order that fire on their own policies, so
 every window is emitted complete and nothing is ever late: the results are the query's rows
-(:meth:`wid.spec.base.WindowSpec.aggregate`) with ``revision`` 0 and ``emit_row``, the
-row_num of the arrival that fired the window (:func:`wid.bucket.spl.fired`,
-:func:`wid.bucket.flink.fired`): the tuple (count, delta, passive time policies) or the
+(:func:`wid.compiler.kinds.aggregate`) with ``revision`` 0 and ``emit_row``, the
+row_num of the arrival that fired the window (:func:`wid.bucket.spl.bucket.fired`,
+:func:`wid.bucket.flink.bucket.fired`): the tuple (count, delta, passive time policies) or the
 punctuation row (``punct()``, punctuation TPs) whose arrival fired it; for a time tick the
 first row arriving at or after the tick, which the operator processes the tick just before;
 NULL for the end of the stream's flush. ``late`` is empty, with its usual columns.
@@ -19,23 +19,24 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
+from wid.compiler.kinds import aggregate
 from wid.errors import WidError
-from wid.spec.numbers import Number
+from wid.windows.numbers import Number
 from wid.stream.punctuation import Generator
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
            fired: Callable[[DataFrame], DataFrame]) -> tuple[DataFrame, DataFrame]:
-    """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.compiler.CompiledQuery`), the
+    """``(results, late)`` of ``compiled`` (an SPL or Flink :class:`wid.compiler.query.CompiledQuery`), the
     windows fired as ``fired(stream)`` says (per ``spec.partition`` and ``wid``: ``emit_row``).
 
     ``[tumbling, time(3)]`` over ``readings`` (``arrival_ts`` 1.5, 4.5, 5.0, 9.5): the ticks at 4.5 and
     7.5 fire windows 0 and 1 on the first rows arriving at or after them (1 and 3), the end of the stream
     flushes window 2; nothing is late, and allowed lateness is refused:
 
-    >>> from wid.bucket.spl import fired
-    >>> from wid.compiler import compile_query
+    >>> from wid.bucket.spl.bucket import fired
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [tumbling, time(3)]")
     >>> results, late = replay(compiled, None, 0, lambda stream: fired(stream, compiled.spec))
     >>> sorted(tuple(r) for r in results.select("wid", "emit_row", "revision").collect()), late.count()
@@ -52,7 +53,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
     partition = list(spec.partition)
     emitted = fired(source).select(*[column(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
                                    column(WID).alias("_wid_fw"), EMIT_ROW)
-    aggregated = spec.aggregate(tagged, compiled.keys, compiled.aggregates)
+    aggregated = aggregate(spec, tagged, compiled.keys, compiled.aggregates)
     match = [column(c).eqNullSafe(column(f"_wid_f{i}")) for i, c in enumerate(partition)]
     results = (aggregated.join(emitted, [*match, column(WID) == column("_wid_fw")], "left")
                .drop(*[f"_wid_f{i}" for i in range(len(partition))], "_wid_fw")

@@ -31,11 +31,12 @@ from pyspark.sql.types import DataType, NullType, NumericType
 
 from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
                                 time_like)
+from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
-from wid.spec.numbers import as_number, non_negative, period, places, times
+from wid.windows.numbers import as_number, non_negative, period, places, times
 from wid.stream.punctuation import Generator, Marks, Punctuations
 from wid.stream.scan import ROW_CHUNK, running
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 MODES = ("generous", "consistent")
 
@@ -98,7 +99,7 @@ class Embedded(Generator):
     On the view ``readings`` of :func:`wid.query`'s example, the bound ``ts = 4`` closes the windows
     ``[2w, 2w + 2)`` up to 1, for every key; ``ts = 6``, those up to 2 for key ``b``:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> bounds = spark.createDataFrame([(1, None, 4.0), (2, "b", 6.0)], "row_num long, k string, ts double")
     >>> punctuations = embedded(bounds).punctuations(compiled)
@@ -139,7 +140,7 @@ class Embedded(Generator):
         frame = in_order(self.frame, "punctuation")
         frame = frame.withColumn(named[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
             F.lit("wid: NULL bound in the punctuation with row_num="), column("row_num").cast("string")))).otherwise(bound))
-        frame = compiled.spec.bucket_punctuations(frame).select(
+        frame = bucket_punctuations(frame, compiled.spec).select(
             column("row_num").cast("long").alias("row_num"),
             *[column(c).cast(types[k]).alias(k) for c, k in keys.items()], WID_CLOSED)
         names = tuple(keys.values())
@@ -157,7 +158,7 @@ class Slack(Generator):
     On the view ``readings`` of :func:`wid.query`'s example (``ts`` 1, 4, 2.5, 9: bounds 0, 3, 3, 8),
     the largest window ``[2w, 2w + 2)`` closed after each row:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(slack(1).punctuations(compiled).frame.collect())]
     [(0, -1), (1, 0), (2, 0), (3, 3)]
@@ -199,7 +200,7 @@ class Heartbeat(Generator):
     On the view ``readings`` of :func:`wid.query`'s example (``arrival_ts`` 1.5, 4.5, 5.0, 9.5: the
     last ticks 0, 4, 4, 8), the largest window ``[2w, 2w + 2)`` closed after each row:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(heartbeat(2, skew=0).punctuations(compiled).frame.collect())]
     [(0, -1), (1, 1), (2, 1), (3, 3)]
@@ -254,7 +255,7 @@ class OrderedBy(Generator):
     On the view ``readings`` of :func:`wid.query`'s example, each reading closes its key's windows
     ``[2w, 2w + 2)`` that end at or before its ``ts``:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [tuple(r) for r in sorted(ordered_by("k").punctuations(compiled).frame.collect())]
     [(0, 'a', -1), (1, 'a', 1), (2, 'b', 0), (3, 'a', 3)]

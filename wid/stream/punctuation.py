@@ -17,9 +17,9 @@ from pyspark.sql import functions as F
 from wid.bucket.columns import WID_CLOSED, attribute_type, id_units
 from wid.bucket.nan import NanFlags
 from wid.errors import WidError
-from wid.spec.base import WindowSpec
-from wid.spec.numbers import floor_scaled
-from wid.spec.sqlexpr import column, columns
+from wid.windows.base import WindowSpec
+from wid.windows.numbers import floor_scaled
+from wid.windows.sqlexpr import column, columns
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class Punctuations:
 
 @dataclass(frozen=True)
 class Marks:
-    """How a generator punctuates a live stream (:mod:`wid.stream.live`), tuple by tuple.
+    """How a generator punctuates a live stream (:mod:`wid.stream.live.job`), tuple by tuple.
 
     ``closed`` (a Column of the tagged tuple, NULL: none): the tuple's arrival brings a
     punctuation closing every window ``w <= closed`` for the tuple's ``pattern`` keys (all
@@ -67,7 +67,7 @@ class Marks:
     by the source, a streaming frame. ``wildcard``: as :class:`Punctuations`' (False: a NULL
     key is a key of its own). Replay's running maxima are the live state's.
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
     >>> [(m.shift, m.pattern, m.wildcard) for m in (wid.punctuate.slack(2, by="rows").marks(compiled),
     ...                                             wid.punctuate.ordered_by("k").marks(compiled))]
@@ -92,7 +92,7 @@ class Generator(ABC):
     With ``SLIDE 0.5`` on the double ``ts``, ``wid_x`` counts tenths: the bound 2.57 is 25 of them,
     and it closes the windows ``[0.5w - 1, 0.5w + 0.5)`` up to 4:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT count(*) AS n FROM readings [RANGE 1.5 SLIDE 0.5 WATTR ts]")
     >>> bound = Generator.on_ids(compiled, F.lit(2.57), 1)
     >>> Generator.factor(compiled), tuple(spark.range(1).select(bound, Generator.closed(compiled, bound)).first())
@@ -103,7 +103,7 @@ class Generator(ABC):
 
     @abstractmethod
     def punctuations(self, compiled) -> Punctuations:
-        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.compiler.CompiledQuery`)."""
+        """Punctuations on wid for the stream of ``compiled`` (a :class:`wid.compiler.query.CompiledQuery`)."""
 
     @abstractmethod
     def marks(self, compiled) -> Marks:
@@ -136,7 +136,7 @@ def checked(punctuation: object, spec: WindowSpec) -> Generator | None:
     :mod:`wid.stream.punctuate` generator, or None; a :class:`WidError` for anything else, or for
     a generator given to a kind whose punctuations are implied (:attr:`WindowSpec.refuses_punctuation`).
 
-    >>> from wid.spec.windows import TupleSliding
+    >>> from wid.windows.context_free import TupleSliding
     >>> checked(None, TupleSliding(range=4, slide=2)) is None
     True
     >>> checked("slack", TupleSliding(range=4, slide=2))

@@ -1,6 +1,6 @@
 """Batch replay: what a streaming WID query would have emitted, when, and what it missed.
 
-The query's window kind replays itself (:meth:`wid.spec.base.WindowSpec.replay`): FCF
+Each window kind has its replay (:func:`wid.stream.kinds.replay`): FCF
 windows by running maxima of the punctuations (:mod:`wid.stream.fcf_replay`), slide-by-tuple
 windows by the bins emitted and purged on punctuation (:mod:`wid.stream.fca_replay`), sessions
 by a scan per key (:mod:`wid.stream.session_replay`), SPL and Flink windows by their operator's
@@ -14,13 +14,14 @@ from dataclasses import dataclass, replace
 from pyspark.sql import DataFrame, SparkSession
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
-from wid.analysis import analysis_errors
-from wid.compiler import CompiledQuery, compile_query, resolved
-from wid.spec.numbers import Number, non_negative
-from wid.spec.base import WindowSpec
-from wid.spec.sqlexpr import column
+from wid.compiler.analysis import analysis_errors
+from wid.compiler.query import CompiledQuery, compile_query, resolved
+from wid.windows.numbers import Number, non_negative
+from wid.windows.base import WindowSpec
+from wid.windows.sqlexpr import column
+from wid.stream import kinds
 from wid.stream.punctuation import Generator, checked
-from wid.text import WindowQuery
+from wid.compiler.text import WindowQuery
 
 
 @dataclass
@@ -57,7 +58,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     seconds for timestamps; value windows, sessions, slide-by-tuple windows): a tuple late for an
     emitted window whose end + L the punctuations have not passed yields the window's next
     ``revision`` (a results row, ``emit_row`` = the tuple) instead of late rows. ``window`` replaces
-    the query's window clause (a :class:`wid.spec.flink.Discretization` for ``[flink]``).
+    the query's window clause (a :class:`wid.windows.flink.Discretization` for ``[flink]``).
     ``source``: a DataFrame replayed in place of the view ``FROM`` names, as in :func:`wid.query`
     (replay has no SQL text: a pipeline's own dataset, whose schema is known only when the
     pipeline runs, cannot be replayed in its definitions; a table or files can).
@@ -98,7 +99,7 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
         compiled = compile_query(spark, query_text, window, arrival="replay", source=source)
         compiled = replace(compiled, tagged=in_order(compiled.tagged))
         punctuation = checked(punctuation, compiled.spec)
-        results, late = compiled.spec.replay(compiled, punctuation, allowed_lateness)
+        results, late = kinds.replay(compiled.spec, compiled, punctuation, allowed_lateness)
         extra = [c for c in (EMIT_ROW, REVISION) if c in results.columns]
         late = late.select("*", *[e.alias(name) for e, name in compiled.bounds(column(WID))])  # as results: after wid
     return Replay(resolved(compiled.finish, results, *extra, spark=spark, view=view), late, compiled, punctuation)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from wid.spec.sqlexpr import column, columns, quote
+from wid.windows.sqlexpr import column, columns, quote
 
 #: Arrival positions per scan chunk (row_num // ROW_CHUNK) and window-ids per chunk.
 ROW_CHUNK = 1 << 16

@@ -41,10 +41,10 @@ from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID
                                 numeric_value)
 from wid.bucket.plain import PlainNames
 from wid.bucket.session import exact_x, gap_in_x, with_extents
-from wid.spec.numbers import Number, exact
+from wid.windows.numbers import Number, exact
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
-from wid.spec.sqlexpr import column, columns
+from wid.windows.sqlexpr import column, columns
 
 _KIND, _VALUE, _TOUCHED, _RETIRED = "_wid_kind", "_wid_value", "_wid_touched", "_wid_retired"
 
@@ -59,7 +59,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     allowed lateness of 1 takes it (3.5 + 1 is not below 4): its session, complete already, is
     emitted on its arrival:
 
-    >>> from wid.compiler import compile_query
+    >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [SESSION 1 WATTR ts] GROUP BY k")
     >>> results, late = replay(compiled, wid.punctuate.slack(0))
     >>> sorted(tuple(r) for r in results.select("k", "wid", "session_start", "session_end", "emit_row").collect())

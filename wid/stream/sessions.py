@@ -1,5 +1,5 @@
 """One key's session windows in arrival order: the state machine that session replay
-(:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live_sessions`) run per key.
+(:mod:`wid.stream.session_replay`) and live mode (:mod:`wid.stream.live.sessions.steps`) run per key.
 
 With ``B`` the running max of the key's punctuation bounds, ``g`` the gap and ``L`` the allowed
 lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fraction` s):

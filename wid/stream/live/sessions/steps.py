@@ -1,0 +1,146 @@
+"""Steps 3 and 4 of live mode's stateful step (:mod:`wid.stream.live.state`) for session
+windows, per bucket and micro-batch: each key's sessions
+(:class:`wid.stream.sessions.KeySessions`, allowed lateness 0) advanced by the batch's tuples
+and punctuations in arrival order.
+
+The state holds, per key, the *open* sessions with their partials (:mod:`wid.stream.live.panes`;
+the last two are the least and largest ``x``: the session's start and last), the count of its
+emitted sessions (its next id) and, appended as they are emitted, the *emitted* sessions as
+``(wid, start, last)``: a late tuple names the ids of the emitted sessions it touches. Those
+are read only in a batch with a tuple below its key's bound (the only tuples that can touch
+one). Nothing per tuple is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from wid.bucket.columns import EMIT_ROW, WID
+from wid.stream.live.arrival import stack, tally
+from wid.stream.live.sessions.scans import SessionState, key_scans
+from wid.stream.live.windows import Layout
+from wid.stream.live.panes import merge, tuple_partials
+from wid.stream.live.sessions.runs import Emitted, Peaks, advance_in_order
+from wid.stream.sessions import KeySessions, Number
+
+_SESSION = "_wid_session"
+
+
+def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
+                 opened: int) -> Emitted | None:
+    """One key's batch: its tuples (``row_num`` s ``rows`` at ``xs``, tuple ``j`` of the batch
+    for ``j`` in ``js``, member ``opened + j``: its partials follow the ``opened`` open
+    sessions') in arrival order, and between them the punctuations binding it, each open
+    session emitted at the first that passes its end (in ``row_num`` order, as
+    :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
+    (:func:`wid.stream.live.sessions.runs.advance_in_order`): it returns their emissions, the others are in
+    ``scan.members``."""
+
+    def bound(row: int | None, strictly: bool = True) -> Number | None:  # row None: all the batch's
+        return max((b for p in peaks if (b := p.before(row, strictly)) is not None), default=None)
+
+    def emit(reached: Number | None) -> None:  # the sessions whose end the bound ``reached`` passes
+        while reached is not None:
+            ends = [s.last + scan.gap for s in scan.open if s.last + scan.gap < reached]
+            if not ends:
+                return
+            first = min(row for end in ends for p in peaks if (row := p.passing(end)) is not None)
+            scan.punctuate(first, bound(first, strictly=False))
+
+    fast = advance_in_order(scan, rows, xs, js, peaks, opened)
+    if fast is None:
+        for row, x, j in zip(rows.tolist(), xs.tolist(), js.tolist()):
+            reached = bound(row)
+            emit(reached)
+            if reached is not None:
+                scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
+            scan.arrive(j, x, opened + j)  # late: keyed by j
+        emit(bound(None))
+    return fast
+
+
+def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: SessionState, layout: Layout,
+                     end: bool = False) -> tuple[pd.DataFrame, pd.DataFrame, SessionState, pd.DataFrame]:
+    """Steps 3 and 4 for sessions: ``(results, late, state, added)``. In: the batch's ``tuples``
+    (keys, ``layout.x``, values, payload) and ``punctuations`` (``row_num``, pattern columns,
+    ``wid_closed`` in ``x`` units), each in arrival order, and the state before it. Per key, in
+    arrival order, each tuple arrives and each punctuation binding the key raises its bound
+    ``B`` (:class:`KeySessions`, gap ``layout.gap``); the end of the stream emits the open
+    sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``), the late rows
+    (payload, ``wid``: one per emitted session the tuple touches, NULL if none), the state
+    after (its ``emitted`` not read) and the sessions to add to ``emitted``.
+
+    >>> from fractions import Fraction
+    >>> from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+    >>> from wid.aggregate.partials import Aggregate
+    >>> from wid.stream.live.arrival import COUNT
+    >>> from wid.stream.live.windows import SHAPE, Bounds
+    >>> types = [StringType(), LongType(), DoubleType(), DoubleType()]
+    >>> panes = StructType([StructField(n, t) for n, t in zip(["k", "_wid_p0", "_wid_p1", "_wid_p2"], types)])
+    >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "x"),
+    ...                 (Aggregate("n", "count"), Aggregate("s", "min", "x"), Aggregate("e", "max", "x")),
+    ...                 own=False, on_all=False, shift=0, consistent=False, pane_schema=panes,
+    ...                 closed_schema=StructType(), output=StructType(), gap=Fraction(2), x="x")
+    >>> tuples = pd.DataFrame({"row_num": [0, 1, 3], "k": ["a", "a", "a"], "x": [1.0, 2.5, 3.0]})
+    >>> marks = pd.DataFrame({"row_num": [2], "k": ["a"], "wid_closed": [5.0]})
+    >>> empty = SessionState(pd.DataFrame(columns=panes.fieldNames()), pd.DataFrame(columns=["k", COUNT]),
+    ...                      lambda: None, pd.DataFrame(columns=[SHAPE, "k", "wid_closed"]))
+    >>> results, late, after, added = advance_sessions(tuples, marks, empty, layout)
+    >>> results[["k", "wid", "_wid_p0", "_wid_p1", "_wid_p2", "emit_row"]].values.tolist(), late.values.tolist()
+    ([['a', 0, 2, 1.0, 2.5, 2]], [[3, 3.0, 0]])
+    >>> added.values.tolist(), after.counts.values.tolist(), len(after.opened)
+    ([['a', 0, 1.0, 2.5]], [['a', 1]], 0)
+    """
+    keys, names = list(layout.keys), layout.partials
+    tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
+    owner, xs, scans, key_peaks = key_scans(tuples, punctuations, replace(state, opened=opened), layout)
+    order = np.argsort(owner, kind="stable")  # by key, in arrival order
+    rows, xs = tuples["row_num"].to_numpy("int64")[order], xs[order]
+    cuts = np.searchsorted(owner[order], np.arange(len(scans) + 1))
+    fast: list[Emitted] = []
+    for k, (scan, peaks) in enumerate(zip(scans, key_peaks)):
+        mine = slice(cuts[k], cuts[k + 1])
+        if (emitted := _advance_key(scan, rows[mine], xs[mine], order[mine], peaks, len(opened))) is not None:
+            fast.append(emitted)
+        if end:
+            scan.punctuate(None, None)
+    parts = stack([opened[[*keys, *names]], pd.concat(
+        [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
+    results = _emitted(scans, fast, parts, layout)
+    after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys), state.emitted,
+                         layout.bounds.after(punctuations, state.bounds))
+    return results, _late(scans, tuples, layout), after, results[[*keys, WID, *names[-2:]]]
+
+
+def _emitted(scans: list[KeySessions], fast: list[Emitted], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    """Every session emitted (by the scans, and at once: ``fast``): keys, ``wid``, ``emit_row``,
+    the merged partials of its members."""
+    keys = list(layout.keys)
+    slow = [(m, w, row) for scan in scans for m, w, _, row in scan.members]
+    members, wids, rows = (list(c) for c in zip(*slow)) if slow else ([], [], [])
+    member, wid, row = (np.concatenate([np.asarray(c, dtype="int64"), *(f[i] for f in fast)]) for i, c in
+                        enumerate([members, wids, [0 if r is None else r for r in rows]]))
+    null = np.concatenate([np.array([r is None for r in rows], dtype=bool), np.zeros(len(row) - len(rows), dtype=bool)])
+    frame = parts.iloc[member][[*keys, *layout.partials]].reset_index(drop=True)
+    frame = frame.assign(**{WID: pd.array(wid, dtype="Int64"), EMIT_ROW: pd.arrays.IntegerArray(row, null)})
+    return merge(frame, [*keys, WID, EMIT_ROW], list(layout.aggregates))
+
+
+def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    """The sessions still open: keys and the merged partials of their members."""
+    keys = list(layout.keys)
+    members = [(m, g) for g, s in enumerate(s for scan in scans for s in scan.open) for m in s.members]
+    frame = parts.iloc[[m for m, _ in members]][[*keys, *layout.partials]].reset_index(drop=True)
+    frame[_SESSION] = [g for _, g in members]
+    return merge(frame, [_SESSION, *keys], list(layout.aggregates)).drop(columns=_SESSION)
+
+
+def _late(scans: list[KeySessions], tuples: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    """A late row (payload, ``wid``) per emitted session a late tuple touches; one, ``wid``
+    NULL, when it touches none."""
+    late = [(j, w) for scan in scans for j, ids in scan.touched.items() for w in ids or [None]]
+    rows, wids = (list(c) for c in zip(*late)) if late else ([], [])
+    return tuples.iloc[rows][list(layout.payload)].reset_index(drop=True).assign(**{WID: pd.array(wids, dtype="Int64")})

@@ -1,0 +1,188 @@
+"""Parser for the paper's window clause (the text inside ``[...]``).
+
+Grammar (keywords case-insensitive, parameters in any order)::
+
+    RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] WATTR a [PATTR p]
+    RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
+    SESSION n [unit] WATTR a [PATTR p]
+
+    unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from wid.errors import WidError
+from wid.windows.numbers import Number, as_number, times
+from wid.windows.sqlexpr import column_name
+from wid.windows.spl_clause import is_spl, parse_spl
+from wid.windows.aware import Session, SlideByRank, SlideByRows, SlideByTuple
+from wid.windows.base import WindowSpec
+from wid.windows.context_free import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
+
+SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
+ROWS = "ROW"
+_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|[^\W\d][\w.]*|\(|\)|\S)")
+_KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION")
+
+
+def _tokens(text: str) -> list[str]:
+    tokens, pos = [], 0
+    while pos < len(text.rstrip()):
+        match = _TOKEN.match(text, pos)
+        tokens.append(match.group(1))
+        pos = match.end()
+    return tokens
+
+
+def _unit(word: str | None) -> str | None:
+    if word is None:
+        return None
+    singular = word.upper().removesuffix("S")
+    return singular if singular in SECONDS or singular == ROWS else None
+
+
+def _number(token: str, keyword: str, clause: str) -> Number:
+    """The exact number written (``0.1`` is one tenth: :func:`wid.windows.numbers.as_number`)."""
+    if not re.fullmatch(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", token):
+        raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]")
+    value = as_number(token, keyword)
+    if value <= 0:
+        raise WidError(f"{keyword} must be positive, got {token} in [{clause}]")
+    return value
+
+
+def _parameters(clause: str) -> dict[str, list[str]]:
+    """Keyword -> the tokens after it, up to the next keyword."""
+    tokens = _tokens(clause)
+    if not tokens or tokens[0].upper() not in _KEYWORDS:
+        raise WidError(f"a window clause starts with RANGE, SLIDE or SESSION: [{clause}]")
+    params: dict[str, list[str]] = {}
+    current = ""
+    for token in tokens:
+        if token.upper() in _KEYWORDS:
+            current = token.upper()
+            if current in params:
+                raise WidError(f"{current} given twice in [{clause}]")
+            params[current] = []
+        else:
+            params[current].append(token)
+    return params
+
+
+def _misspelt(keyword: str, clause: str) -> str:
+    """`` (is X a misspelt KEYWORD?)`` for a word of ``clause`` close to ``keyword``, else ``""``.
+
+    >>> _misspelt("SLIDE", "RANGE 60 SLDE 30 WATTR ts")
+    " (is 'SLDE' a misspelt SLIDE?)"
+    """
+    words = {t.upper(): t for t in _tokens(clause) if t.isalpha() and t.upper() not in _KEYWORDS}
+    close = difflib.get_close_matches(keyword, list(words), n=1, cutoff=0.7)
+    return f" (is {words[close[0]]!r} a misspelt {keyword}?)" if close else ""
+
+
+def _measure(words: list[str], keyword: str, clause: str) -> tuple[Number | None, str | None]:
+    """``(amount in seconds or raw units, unit)`` of ``RANGE``/``SLIDE``; amount None for UNBOUNDED."""
+    if not words or len(words) > 2:
+        raise WidError(f"{keyword} needs an amount and an optional unit in [{clause}]")
+    unit = _unit(words[1]) if len(words) == 2 else None
+    if len(words) == 2 and unit is None:
+        raise WidError(f"unknown unit {words[1]!r} after {keyword} in [{clause}]")
+    if words[0].upper() == "UNBOUNDED":
+        if keyword != "RANGE":
+            raise WidError(f"only RANGE may be UNBOUNDED in [{clause}]")
+        return None, unit
+    amount = _number(words[0], keyword, clause)
+    return (times(amount, SECONDS[unit]) if unit in SECONDS else amount), unit
+
+
+def _attribute(params: dict[str, list[str]], keyword: str, clause: str) -> str | None:
+    words = params.get(keyword)
+    if words is None:
+        return None
+    if len(words) == 1 and re.fullmatch(r"[^\W\d]\w*|`(?:[^`]|``)+`", words[0]):
+        return column_name(words[0])
+    if keyword == "SATTR" and len(words) == 4 and words[0].lower() == "rank" and words[1] == "(" and words[3] == ")":
+        return f"rank({column_name(words[2])})"
+    raise WidError(f"{keyword} needs a column name, got {' '.join(words) or 'nothing'} in [{clause}]")
+
+
+def parse_window(clause: str) -> WindowSpec:
+    """The window specification written in ``clause``.
+
+    >>> parse_window("RANGE 1.5 MINUTES SLIDE 30 SECONDS WATTR ts"), parse_window("RANGE 0.1 SLIDE 0.1 WATTR ts")
+    (Sliding(range=90, slide=30, wattr='ts'), Tumbling(range=Decimal('0.1'), slide=Decimal('0.1'), wattr='ts'))
+    >>> parse_window("SESSION 2.5 WATTR ts PATTR `dev id`")
+    Session(gap=Decimal('2.5'), wattr='ts', pattr='dev id', keys=())
+    >>> parse_window("RANGE 10 ROWS SLIDE 10 WATTR row_num")
+    Traceback (most recent call last):
+    wid.errors.WidError: RANGE and SLIDE must both be in ROWS or neither in [RANGE 10 ROWS SLIDE 10 WATTR row_num]
+    """
+    if is_spl(clause):
+        return parse_spl(clause)
+    params = _parameters(clause)
+    if "SESSION" in params:
+        return _session(params, clause)
+    for required in ("RANGE", "SLIDE"):
+        if required not in params:
+            raise WidError(f"missing {required} in [{clause}]{_misspelt(required, clause)}")
+    range_, range_unit = _measure(params["RANGE"], "RANGE", clause)
+    slide, slide_unit = _measure(params["SLIDE"], "SLIDE", clause)
+    wattr, pattr = _attribute(params, "WATTR", clause), _attribute(params, "PATTR", clause)
+    rattr, sattr = _attribute(params, "RATTR", clause), _attribute(params, "SATTR", clause)
+    if rattr or sattr:
+        if wattr or pattr or not (rattr and sattr):
+            raise WidError(f"a slide-by-tuple window takes RATTR and SATTR (no WATTR/PATTR) in [{clause}]")
+        return _slide_by_tuple(range_, range_unit, rattr, slide, slide_unit, sattr, clause)
+    if wattr is None:
+        raise WidError(f"missing WATTR in [{clause}]")
+    rows = {range_unit == ROWS, slide_unit == ROWS}
+    if len(rows) == 2 and not (range_ is None and range_unit is None):
+        raise WidError(f"RANGE and SLIDE must both be in ROWS or neither in [{clause}]")
+    in_rows = slide_unit == ROWS
+    if pattr and not in_rows:
+        raise WidError(f"PATTR partitions tuple-based (ROWS) windows; use GROUP BY {pattr} for [{clause}]")
+    if range_ is None:
+        if pattr:
+            raise WidError(f"PATTR is not supported with RANGE UNBOUNDED in [{clause}]")
+        return Landmark(slide, wattr, rows=in_rows)
+    if pattr:
+        return PartitionedTupleSliding(range_, slide, wattr, pattr)
+    if in_rows:
+        return TupleSliding(range_, slide, wattr)
+    return Tumbling(range_, slide, wattr) if range_ == slide else Sliding(range_, slide, wattr)
+
+
+def _slide_by_tuple(
+    range_: Number | None, range_unit: str | None, rattr: str, slide: Number, slide_unit: str | None,
+    sattr: str, clause: str,
+) -> WindowSpec:
+    if range_ is None or range_unit == ROWS:
+        raise WidError(f"a slide-by-tuple window needs a RANGE on RATTR {rattr} in [{clause}]")
+    if slide_unit != ROWS:
+        raise WidError(f"a slide-by-tuple window slides by n ROWS in [{clause}]")
+    if sattr.lower() == f"rank({rattr.lower()})":
+        return SlideByRank(range_, rattr, slide)
+    if sattr.startswith("rank("):
+        raise WidError(f"SATTR rank(...) must rank RATTR {rattr} in [{clause}]")
+    if sattr.lower() != "row_num":
+        raise WidError(f"SATTR is row_num (arrival order) or rank({rattr}), got {sattr} in [{clause}]")
+    if slide == 1:
+        return SlideByTuple(range_, rattr)
+    return SlideByRows(range_, rattr, slide)
+
+
+def _session(params: dict[str, list[str]], clause: str) -> Session:
+    """``SESSION g [unit] WATTR a [PATTR p]``: ``g`` in seconds for time units, else raw."""
+    extra = sorted(set(params) - {"SESSION", "WATTR", "PATTR"})
+    if extra:
+        raise WidError(f"a session window takes SESSION, WATTR and PATTR, not {', '.join(extra)} in [{clause}]")
+    gap, unit = _measure(params["SESSION"], "SESSION", clause)
+    if gap is None or unit == ROWS:
+        raise WidError(f"SESSION needs a gap on the window attribute (not UNBOUNDED or ROWS) in [{clause}]")
+    wattr = _attribute(params, "WATTR", clause)
+    if wattr is None:
+        raise WidError(f"missing WATTR in [{clause}]")
+    return Session(gap, wattr, _attribute(params, "PATTR", clause))
