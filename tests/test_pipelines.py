@@ -143,13 +143,13 @@ def test_python_and_sql_definitions_equal_wid_query(spark, pipeline):
 
 @pytest.mark.slow
 def test_live_streaming_table_and_replay_late_rows_equal_replay(spark, pipeline):
-    rep = wid.replay(spark, SPEEDS, wid.punctuate.slack(60), source=readings(spark))
+    rep = wid.replay(spark, SPEEDS, wid.punctuate.slack(20), source=readings(spark))
     live = table(spark, pipeline, "speed_live")
     results, late = live.where(F.col("kind") == "result"), live.where(F.col("kind") == "late")
     assert rows(results, *rep.results.columns) == rows(rep.results, *rep.results.columns)
     assert rows(late, *rep.late.columns) == rows(rep.late, *rep.late.columns)
     assert rows(table(spark, pipeline, "speed_late"), *rep.late.columns) == rows(rep.late, *rep.late.columns)
-    assert rep.late.count() > 0  # readings more than 60 s out of order
+    assert rep.late.count() == 4  # (reading, window) pairs of readings over 20 s behind the latest one
 
 
 @pytest.mark.slow

@@ -34,11 +34,11 @@ def speed_windows():
     return spark.sql(SPEED_WINDOWS)
 
 
-# the same readings as files: the late rows of a replay with a slack of 60 s (its results are
+# the same readings as files: the late rows of a replay with a slack of 20 s (its results are
 # live mode's below; as a flow of its own, their plan nests deeper than pyspark's pipeline client
 # copies: docs/guide/pipelines.md)
 files = spark.read.csv(f"{DATA}/readings.csv", header=True, schema=READINGS)
-replayed = wid.replay(spark, SPEEDS, wid.punctuate.slack(60), source=files)
+replayed = wid.replay(spark, SPEEDS, wid.punctuate.slack(20), source=files)
 
 
 @dp.materialized_view
@@ -48,7 +48,7 @@ def speed_late():
 
 # a stream of the files (data/end_of_stream.csv: the end marker, closing every window)
 stream = spark.readStream.csv(DATA, header=True, schema=READINGS + ", wid_end boolean")
-live = wid.live(spark, SPEEDS, stream, wid.punctuate.slack(60))
+live = wid.live(spark, SPEEDS, stream, wid.punctuate.slack(20))
 
 
 @dp.table
