@@ -164,7 +164,7 @@ def unresolved(view: str, error: AnalysisException, given: bool) -> str:
                 "in the function)")
     if given:
         first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        first = re.sub(r"[.;]? *SQLSTATE: \w+.*$", "", first)
+        first = re.split(r"(?<=\.)\s", first)[0].rstrip(".")  # Spark's first sentence
         return (f"the source given for {view!r} does not resolve here ({first}); a dataset of a pipeline has no "
                 "schema before the pipeline runs: only wid.to_sql(spark, query, schema=...) compiles for it "
                 "(return spark.sql(text) from the query function)")
