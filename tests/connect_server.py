@@ -118,11 +118,12 @@ def loopback_conf(**extra: str) -> list[str]:
 
 
 @contextmanager
-def connect_server(log: Path, master: str = "local[2]") -> Iterator[str]:
-    """A Spark Connect server on a free loopback port; yields its ``sc://127.0.0.1:PORT`` URL."""
+def connect_server(log: Path, master: str = "local[2]", **conf: str) -> Iterator[str]:
+    """A Spark Connect server on a free loopback port (``conf``: more settings); yields its
+    ``sc://127.0.0.1:PORT`` URL."""
     port = free_port()
     args = ["spark-submit", "--class", CONNECT_SERVER, "--name", "wid tests", "--master", master,
             "--driver-memory", "1g", *loopback_conf(**{"spark.connect.grpc.binding.address": LOOPBACK,
-                                                      "spark.connect.grpc.binding.port": str(port)})]
+                                                      "spark.connect.grpc.binding.port": str(port), **conf})]
     with spark_process(args, port, log, env={"SPARK_CONNECT_MODE": "0"}):
         yield f"sc://{LOOPBACK}:{port}"

@@ -284,6 +284,7 @@ def test_a_broken_link_fails_the_build(tmp_path):
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     (tmp_path / "wid").symlink_to(ROOT / "wid")
     (tmp_path / "datasets").symlink_to(ROOT / "datasets")
+    (tmp_path / "plans").symlink_to(ROOT / "plans")  # pages include files of plans/ (pymdownx.snippets)
     page = tmp_path / "docs" / "windows.md"
     page.write_text(page.read_text() + "\nSee [the replay page](replays.md).\n")
     done = mkdocs(tmp_path, tmp_path / "site")

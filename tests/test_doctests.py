@@ -25,6 +25,7 @@ EXEMPT = {
     # command lines: argument parsers and the commands they run (tests/test_cli.py runs them)
     "wid.cli.commands": ("add_run_parser", "run", "parser", "main"), "wid.cli.live": _ALL,
     "wid.cli.query": ("add_query_parser", "add_replay_parser", "run_query", "run_replay"),
+    "wid.sql.pipeline": ("add_parser", "write"),  # tests/test_pipelines.py runs them
     "wid.bench.experiment": ("run_experiment", "experiment", "add_parser", "plot"), "wid.datasets.traffic": ("main",),
     # servers: Spark Connect, the Thrift JDBC server and its shell (tests/test_sqlcat.py, tests/test_connect.py)
     "wid.sql.serve": _ALL, "wid.sql.shell": _ALL, "wid.session": ("remote_session",),

@@ -30,7 +30,7 @@ from wid.bench import main as bench
 from wid.bench import experiment
 from wid.cli import live as live_cli
 from wid.cli import query as query_cli
-from wid.sql import serve
+from wid.sql import pipeline, serve
 from wid.sql import shell as sqlshell
 from wid.console import SPARK_ERRORS, WID_MESSAGE, log, one_line, plural, table
 from wid.errors import WidError, quiet_analysis
@@ -120,7 +120,7 @@ def writable(out: str) -> None:
 
 
 SUBCOMMANDS = [query_cli.add_query_parser, query_cli.add_replay_parser, add_run_parser, sqlshell.add_parser,
-               serve.add_parser, live_cli.add_parser, bench.add_parser, experiment.add_parser]
+               serve.add_parser, live_cli.add_parser, bench.add_parser, experiment.add_parser, pipeline.add_parser]
 
 #: One or two examples per subcommand, shown at the end of its ``--help``.
 EXAMPLES = {
@@ -140,6 +140,9 @@ EXAMPLES = {
     "live": ["wid live plans/live_traffic.toml", "wid live plans/live_sessions.toml --dir work/ --limit 5"],
     "bench": ["wid bench --rows 2000000", "wid bench --rows 20000000 --chart docs/bench_20m.png"],
     "experiment": ["wid experiment plans/exp2_bounded_disorder.toml"],
+    "sql-pipeline": ['wid sql-pipeline transformations/ --source readings=data/readings.csv --view speed_windows '
+                     '"SELECT seg_id, max(speed) AS hi FROM readings [RANGE 5 MINUTES SLIDE 1 MINUTE WATTR ts] '
+                     'GROUP BY seg_id"'],
 }
 
 

@@ -78,6 +78,8 @@ class CompiledQuery:
     #: The window attribute's type and the factor from clause units to x units, for the
     #: extent bounds (None: the window kind has no extent on its attribute).
     units: tuple[DataType, int] | None = None
+    #: The stream the query reads: the view ``FROM`` names, or the DataFrame given for it.
+    source: DataFrame | None = None
 
     def outputs(self, column: Callable[[str], Expr]) -> list[tuple[Expr, str]]:
         """``(expression, output name)`` of each output column, in order: the SELECT items, with
@@ -143,13 +145,41 @@ def _sort_key(item: str):
     return F.expr(expr).desc() if direction == "DESC" else F.expr(expr).asc()
 
 
+#: Spark's condition for any analysis inside a query function of a Declarative Pipeline.
+IN_QUERY_FUNCTION = "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION"
+
+
+def unresolved(view: str, error: AnalysisException, given: bool) -> str:
+    """One line for a source that does not resolve: the view ``FROM`` names (``given``: a DataFrame
+    passed for it), or any analysis inside a pipeline query function, which refuses all of it.
+
+    >>> print(unresolved("traffic", AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table or view "
+    ...                  "`traffic` cannot be found. SQLSTATE: 42P01"), given=True))  # doctest: +ELLIPSIS
+    the source given for 'traffic' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] ...); a dataset of ...
+    """
+    if error.getCondition() == IN_QUERY_FUNCTION:
+        return ("wid compiles a query with Spark's analysis, which a pipeline query function refuses: call it at "
+                "the top level of the definitions file and return its DataFrame from the function (over a dataset "
+                "of the pipeline: text = wid.to_sql(spark, query, schema=...) at the top level, spark.sql(text) "
+                "in the function)")
+    if given:
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        first = re.split(r"(?<=\.)\s", first)[0].rstrip(".")  # Spark's first sentence
+        return (f"the source given for {view!r} does not resolve here ({first}); a dataset of a pipeline has no "
+                "schema before the pipeline runs: only wid.to_sql(spark, query, schema=...) compiles for it "
+                "(return spark.sql(text) from the query function)")
+    return (f"unknown view {view!r}: register the stream as a temp view first, or pass the DataFrame as "
+            "source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))")
+
+
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None,
-                  arrival: str | None = None) -> CompiledQuery:
+                  arrival: str | None = None, source: DataFrame | None = None) -> CompiledQuery:
     """Parse ``text`` and build its Bucket stage; raises :class:`WidError` on bad input.
     ``spec`` (e.g. a :class:`wid.windows.flink.Discretization`) replaces the window clause's own.
     ``arrival`` names what else reads the arrival order (e.g. ``"replay"``): it, or a window kind
     that reads it (:attr:`WindowSpec.reads_arrival`), needs a ``row_num`` column, checked before
-    any Spark job.
+    any Spark job. ``source`` (a DataFrame) is read in place of the view ``FROM`` names, which
+    then only names it in messages (no temp view: a pipeline's definitions may not register one).
 
     >>> compiled = compile_query(spark, "SELECT k AS key, sum(v * 2) AS total FROM readings [RANGE 4 SLIDE 2 WATTR ts] "
     ...                                 "GROUP BY k")
@@ -157,9 +187,9 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     (['k'], [Aggregate(alias='_wid_a1', fn='sum', arg='_wid_v1')], {'_wid_v1': 'v * 2'})
     >>> compiled.output
     [('wid', 'wid'), ('k', 'key'), ('_wid_a1', 'total')]
-    >>> compile_query(spark, "SELECT count(*) AS n FROM speeds [RANGE 4 SLIDE 2 WATTR ts]")
+    >>> compile_query(spark, "SELECT count(*) AS n FROM speeds [RANGE 4 SLIDE 2 WATTR ts]")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    wid.errors.WidError: unknown view 'speeds': register the stream as a temp view first
+    wid.errors.WidError: unknown view 'speeds': register the stream as a temp view first, or pass the DataFrame as ...
     >>> spark.table("readings").drop("row_num").createOrReplaceTempView("events")
     >>> compile_query(spark, "SELECT count(*) AS n FROM events [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]")
     ... # doctest: +ELLIPSIS
@@ -168,11 +198,12 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     """
     parsed = WindowQuery.parse(text)
     spec = (parse_window(parsed.window) if spec is None else spec).grouped(tuple(parsed.group_by))
+    given = source is not None
     try:
-        source = spark.table(parsed.source)
+        source = source if given else spark.table(parsed.source)
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
-    except AnalysisException:
-        raise WidError(f"unknown view {parsed.source!r}: register the stream as a temp view first") from None
+    except AnalysisException as error:
+        raise WidError(unresolved(parsed.source, error, given)) from None
     columns = {c.lower(): c for c in source.columns}
     spec = spec.named(lambda c: columns.get(c.lower(), c))  # the view's spelling
     bounds = (WINDOW_START, WINDOW_END) if spec.extent(0) is not None else ()
@@ -235,7 +266,7 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     if spec.extent(0) is not None:
         dtype = LongType() if spec.positional else attribute_type(source, spec.wattr)
         units = (dtype, 1 if spec.positional else numeric_value(column(spec.wattr), dtype, spec.wattr)[1])
-    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units)
+    return CompiledQuery(parsed, spec, tagged, list(keys.values()), aggregates, output, derived, units, source)
 
 
 def resolved(build, *args, spark: SparkSession | None = None, view: str | None = None) -> DataFrame:
@@ -255,10 +286,13 @@ def resolved(build, *args, spark: SparkSession | None = None, view: str | None =
     return out
 
 
-def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> DataFrame:
+def query(spark: SparkSession, text: str, window: WindowSpec | None = None, *,
+          source: DataFrame | None = None) -> DataFrame:
     """The exact result of a window query: a ``wid`` column, the selected keys and aggregates.
     ``window`` replaces the query's window clause, e.g. a :class:`wid.windows.flink.Discretization`
-    for the clause ``[flink]``.
+    for the clause ``[flink]``. ``source``: a DataFrame read in place of the view ``FROM`` names
+    (no temp view, e.g. in a pipeline's definitions; a dataset of the pipeline itself has no
+    schema before the pipeline runs: :func:`wid.to_sql` with ``schema=``).
 
     A stream of readings (``ts`` places them in windows, ``row_num`` is the arrival order and
     ``arrival_ts`` the arrival clock, both used by :func:`wid.replay`):
@@ -281,6 +315,12 @@ def query(spark: SparkSession, text: str, window: WindowSpec | None = None) -> D
     |  5|         8.0|      12.0|  a|    2|
     +---+------------+----------+---+-----+
     <BLANKLINE>
+
+    The same query over a DataFrame, no view registered (``FROM`` then only names it):
+
+    >>> frame = spark.table("readings").where("k = 'b'")
+    >>> wid.query(spark, "SELECT sum(v) AS total FROM b_only [RANGE 4 SLIDE 2 WATTR ts] ORDER BY wid", source=frame).collect()
+    [Row(wid=1, window_start=0.0, window_end=4.0, total=1), Row(wid=2, window_start=2.0, window_end=6.0, total=1)]
     """
-    return resolved(lambda: compile_query(spark, text, window).result(), spark=spark,
-                    view=WindowQuery.parse(text).source)
+    return resolved(lambda: compile_query(spark, text, window, source=source).result(), spark=spark,
+                    view=None if source is not None else WindowQuery.parse(text).source)

@@ -17,8 +17,9 @@ goes into the text in parentheses, a line end closing any comment.
 
 from __future__ import annotations
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from wid.bucket.kinds import bucket_sql
 from wid.compiler.kinds import aggregate_sql, where_sql
@@ -57,13 +58,19 @@ def finish_sql(compiled: CompiledQuery, aggregated: str) -> str:
     return text
 
 
-def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = None) -> str:
+def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = None, *,
+           source: DataFrame | None = None, schema: StructType | str | None = None) -> str:
     """Plain Spark SQL (no Python UDF, no temporary object) evaluating window query ``query_text``
     as :func:`wid.query` does, over the same source table or view (``window`` replaces the
     query's window clause, e.g. a :class:`wid.windows.flink.Discretization`); raises
     :class:`WidError` on bad input and for the window kinds whose tagging runs Python (SPL
     windows with delta policies or partition eviction, Flink discretizations off the
     ``columns`` path).
+
+    The text reads the relation ``FROM`` names. Where that relation does not resolve yet (a
+    dataset of a Declarative Pipeline, before the pipeline runs), the query is compiled against
+    a stand-in with its columns: ``source`` (a DataFrame with them) or ``schema`` (a DDL string or
+    a ``StructType``); the text then resolves once the relation exists, with those columns.
 
     The text runs on Spark alone, with :func:`wid.query`'s result:
 
@@ -79,33 +86,71 @@ def to_sql(spark: SparkSession, query_text: str, window: WindowSpec | None = Non
     |  3|         4.0|       8.0|  a|    7|
     +---+------------+----------+---+-----+
     <BLANKLINE>
+
+    Compiled for a relation that does not exist yet, from its declared columns (in a pipeline's
+    Python definitions: ``spark.sql(text)`` in a ``@dp.materialized_view`` function):
+
+    >>> text = to_sql(spark, "SELECT k, max(v) AS hi FROM later [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k",
+    ...               schema="ts double, k string, v long")
+    >>> spark.table("readings").createOrReplaceTempView("later")
+    >>> spark.sql(text).where("k = 'b'").collect()
+    [Row(wid=1, window_start=0.0, window_end=4.0, k='b', hi=1), Row(wid=2, window_start=2.0, window_end=6.0, k='b', hi=1)]
     """
     refusal = (window or parse_window(WindowQuery.parse(query_text).window)).sql_refusal
     if refusal:  # before any Spark job of the query's own path (a check on the data)
         raise WidError(refusal)
+    stand_in = _stand_in(spark, source, schema)
     built: list[CompiledQuery] = []
 
     def result():
-        built.append(compile_query(spark, query_text, window))
+        built.append(compile_query(spark, query_text, window, source=stand_in))
         return built[0].result()
 
     # every expression of the query resolves, each as one expression
-    resolved(result, spark=spark, view=WindowQuery.parse(query_text).source)
+    resolved(result, spark=spark, view=None if stand_in is not None else WindowQuery.parse(query_text).source)
     compiled = built[0]
+    df = stand_in if stand_in is not None else spark.table(qualified(compiled.query.source))
+    text = _text(compiled, qualified(compiled.query.source), df)
+    # the generated text resolves (classic and Connect), over the stand-in's columns when given
+    check = text if stand_in is None else _text(compiled, _empty(df.schema), df)
+    try:
+        spark.sql(check).schema  # noqa: B018
+    except AnalysisException as error:
+        raise WidError(f"cannot compile the query to SQL: {str(error).splitlines()[0]}") from None
+    return text
+
+
+def _stand_in(spark: SparkSession, source: DataFrame | None, schema: StructType | str | None) -> DataFrame | None:
+    """The DataFrame the query is compiled against instead of its ``FROM`` relation (None: that relation)."""
+    if source is not None and schema is not None:
+        raise WidError("give the source's columns once: source= (a DataFrame) or schema=, not both")
+    if schema is None:
+        return source
+    try:
+        return spark.createDataFrame([], schema)
+    except (PySparkException, TypeError, ValueError) as error:
+        raise WidError(f"schema= {schema!r} is not a schema: {str(error).splitlines()[0]}") from None
+
+
+def _empty(schema: StructType) -> str:
+    """A relation with ``schema``'s columns and no row, as SQL text.
+
+    >>> _empty(StructType.fromDDL("ts timestamp, `seg id` string"))
+    '(SELECT CAST(NULL AS TIMESTAMP) AS `ts`, CAST(NULL AS STRING) AS `seg id` LIMIT 0)'
+    """
+    columns = ", ".join(f"CAST(NULL AS {f.dataType.simpleString().upper()}) AS {quote(f.name)}" for f in schema.fields)
+    return f"(SELECT {columns} LIMIT 0)"
+
+
+def _text(compiled: CompiledQuery, relation: str, df: DataFrame) -> str:
+    """The SQL text of ``compiled`` over ``relation`` (SQL text of a relation with ``df``'s columns)."""
     spec, q = compiled.spec, compiled.query
-    source = qualified(q.source)
-    df = spark.table(source)
     first = bool(q.where) and spec.where_first  # as wid.query: WHERE before Bucket where the kind allows
-    tagged = bucket_sql(spec, f"(SELECT * FROM {source} WHERE {_expr(q.where)})" if first else source, df)
+    tagged = bucket_sql(spec, f"(SELECT * FROM {relation} WHERE {_expr(q.where)})" if first else relation, df)
     if q.where and not first:
         tagged = where_sql(spec, tagged, _expr(q.where))
     derived = "".join(f", {_expr(e)} AS {quote(name)}" for name, e in compiled.derived.items())
     tagged = f"(SELECT *{derived} FROM ({tagged}))"
     aggregated = aggregate_sql(spec, tagged, compiled.tagged, compiled.keys, compiled.aggregates,
                                bool(q.where) and not first)
-    text = finish_sql(compiled, aggregated)
-    try:
-        spark.sql(text).schema  # noqa: B018 - the generated text resolves (classic and Connect)
-    except AnalysisException as error:
-        raise WidError(f"cannot compile the query to SQL: {str(error).splitlines()[0]}") from None
-    return text
+    return finish_sql(compiled, aggregated)

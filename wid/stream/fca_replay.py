@@ -105,7 +105,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     out = events.groupBy(CHUNK).applyInArrow(lambda table: scan(names.arrow(table)), schema)
 
     results = nan.restore(typed(out.where(column(LATE).isNull()), tagged, dtype, keys, aggregates, EMIT_ROW, REVISION))
-    source = tagged.sparkSession.table(compiled.query.source)
+    source = compiled.source
     pairs = out.where(column(LATE).isNotNull()).select(
         column(LATE).alias("row_num"), rattr_value(column(WID), dtype).alias(WID))
     return results, source.join(pairs, "row_num").select(*columns(source.columns), WID)

@@ -119,7 +119,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
         emitted = emitted.unionByName(_revisions(on_time, allowed, compiled))
 
     late_hi = F.when(F.lit(consistent), column(WID_HI)).otherwise(F.least(WID_HI, purged))
-    source = tagged.sparkSession.table(compiled.query.source).columns
+    source = compiled.source.columns
     late = arrived.where(late_any).select(*columns(source), F.explode(F.sequence(WID_LO, late_hi)).alias(WID))
     return emitted, late
 

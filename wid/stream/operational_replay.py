@@ -49,7 +49,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number,
         raise WidError("allowed_lateness does not apply to SPL and Flink windows: their buffers take every tuple "
                        "in arrival order, so nothing is late")
     spec, tagged = compiled.spec, compiled.tagged
-    source = in_order(tagged.sparkSession.table(compiled.query.source))
+    source = in_order(compiled.source)
     partition = list(spec.partition)
     emitted = fired(source).select(*[column(c).alias(f"_wid_f{i}") for i, c in enumerate(partition)],
                                    column(WID).alias("_wid_fw"), EMIT_ROW)

@@ -59,7 +59,7 @@ class _View:
     @classmethod
     def of(cls, compiled) -> _View:
         view = compiled.query.source
-        return cls(view, {c.lower(): c for c in compiled.tagged.sparkSession.table(view).columns})
+        return cls(view, {c.lower(): c for c in compiled.source.columns})
 
     def column(self, name: str, what: str, role: str = "column", fix: str = "") -> str:
         """``name`` as the view spells it; a :class:`WidError` naming ``what`` (the generator), the

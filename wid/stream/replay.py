@@ -50,7 +50,8 @@ class Replay:
 
 
 def replay(spark: SparkSession, query_text: str, punctuation: Generator | None = None,
-           allowed_lateness: Number = 0, window: WindowSpec | None = None) -> Replay:
+           allowed_lateness: Number = 0, window: WindowSpec | None = None, *,
+           source: DataFrame | None = None) -> Replay:
     """Replay ``query_text`` over its view in ``row_num`` (arrival) order, closing extents by
     ``punctuation`` (a :mod:`wid.stream.punctuate` generator; None: only the end of the stream; ROWS,
     SPL and Flink windows: implied by arrival order). ``allowed_lateness`` (window-attribute units,
@@ -58,6 +59,9 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     emitted window whose end + L the punctuations have not passed yields the window's next
     ``revision`` (a results row, ``emit_row`` = the tuple) instead of late rows. ``window`` replaces
     the query's window clause (a :class:`wid.windows.flink.Discretization` for ``[flink]``).
+    ``source``: a DataFrame replayed in place of the view ``FROM`` names, as in :func:`wid.query`
+    (replay has no SQL text: a pipeline's own dataset, whose schema is known only when the
+    pipeline runs, cannot be replayed in its definitions; a table or files can).
 
     With the view ``readings`` of :func:`wid.query`'s example, a slack of 0 closes window 1
     (``[2, 4)``) once ``ts = 4.0`` arrives, before the reading at ``ts = 2.5``:
@@ -90,9 +94,9 @@ def replay(spark: SparkSession, query_text: str, punctuation: Generator | None =
     wid.errors.WidError: replay reads arrival order but view 'events' has no row_num column: add one with wid.arrival...
     """
     non_negative("allowed_lateness", allowed_lateness)
-    view = WindowQuery.parse(query_text).source
+    view = None if source is not None else WindowQuery.parse(query_text).source
     with analysis_errors(spark, view):  # a classic session analyses each step as it is built
-        compiled = compile_query(spark, query_text, window, arrival="replay")
+        compiled = compile_query(spark, query_text, window, arrival="replay", source=source)
         compiled = replace(compiled, tagged=in_order(compiled.tagged))
         punctuation = checked(punctuation, compiled.spec)
         results, late = kinds.replay(compiled.spec, compiled, punctuation, allowed_lateness)

@@ -73,7 +73,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     ([Row(wid=0, session_start=2.5, session_end=3.5, emit_row=2)], 0)
     """
     spec, tagged = compiled.spec, compiled.tagged
-    source = tagged.sparkSession.table(compiled.query.source).columns
+    source = compiled.source.columns
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", column(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     dtype = attribute_type(tagged, spec.wattr)

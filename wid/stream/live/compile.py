@@ -3,8 +3,6 @@ stream that has not ended (:class:`Unfinished`): :func:`compiled_live`."""
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -20,9 +18,6 @@ from wid.windows.clause import parse_window
 from wid.windows.sqlexpr import column
 from wid.stream.live.state import KEPT
 from wid.compiler.text import WindowQuery
-
-_views = itertools.count()
-
 
 @dataclass(frozen=True)
 class Unfinished:
@@ -68,13 +63,13 @@ def _(spec: Unfinished, tagged: DataFrame, condition: Column) -> DataFrame:
 
 
 def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, window: WindowSpec | None) -> CompiledQuery:
-    """The query compiled over ``tuples`` (registered under a fresh temp view name), ``window``
+    """The query compiled over ``tuples`` (no temp view: ``FROM`` names it), ``window``
     replacing its window clause; the window kind and the clauses are checked first, before Bucket
     runs anything on the stream (the Bucket of a kind live mode refuses may need a batch job).
 
     >>> text = "SELECT k, count(*) AS n FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k"
-    >>> compiled_live(spark, text, spark.table("readings"), None).query.source.startswith("wid_live_")
-    True
+    >>> compiled_live(spark, text, spark.table("readings").where("k = 'a'"), None).source.count()
+    3
     >>> compiled_live(spark, text + " ORDER BY k", spark.table("readings"), None)
     Traceback (most recent call last):
     wid.errors.WidError: live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader
@@ -87,11 +82,7 @@ def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, windo
                        f"order, SPL and Flink windows, not {type(spec).__name__} on {spec.wattr!r}")
     if parsed.order_by or parsed.limit is not None:
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
-    view = f"wid_live_{next(_views)}"
-    tuples.createOrReplaceTempView(view)
-    text = re.sub(rf"(\bFROM\s+){re.escape(parsed.source)}(\s*\[)", rf"\g<1>{view}\g<2>", query_text, count=1,
-                  flags=re.IGNORECASE)
-    compiled = compile_query(spark, text, Unfinished(spec) if spec.unfinished else spec)
+    compiled = compile_query(spark, query_text, Unfinished(spec) if spec.unfinished else spec, source=tuples)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
     if spec.unfinished and compiled.derived:  # as replay, whose WHERE runs first: no expression on a dropped tuple

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
@@ -44,6 +45,7 @@ from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
+from wid.compiler.query import unresolved
 from wid.errors import WidError
 from wid.windows.base import WindowSpec
 from wid.stream.live.compile import compiled_live
@@ -61,9 +63,11 @@ from wid.stream.live.panes import partial_names
 from wid.stream.punctuation import Generator, Marks, checked, generator
 from wid.windows.numbers import positive_whole
 from wid.windows.sqlexpr import column, column_name
+from wid.compiler.text import WindowQuery
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
 def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column]) -> DataFrame:
     """``frame`` as exactly ``fields`` (in order): ``given`` expressions, other columns NULL."""
     return frame.select(*[(given[f.name] if f.name in given else F.lit(None)).cast(f.dataType).alias(f.name)
@@ -97,7 +101,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     [('a', 0, 5, 1), ('a', 2, 7, 3), ('a', 4, 2, None)]
     [(2, 'b', 1)]
     """
-    if not stream.isStreaming:
+    try:
+        streaming = stream.isStreaming
+    except AnalysisException as error:  # e.g. inside a pipeline's query function
+        raise WidError(unresolved(WindowQuery.parse(query_text).source, error, given=True)) from None
+    if not streaming:
         raise WidError("wid.live needs a streaming DataFrame (spark.readStream...); use wid.replay for a table")
     if "row_num" not in {c.lower() for c in stream.columns}:
         raise WidError("live mode reads arrival order but the stream has no row_num column: give its rows one before "
@@ -117,8 +125,15 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         marks = Marks(pattern=tuple(compiled.spec.partition), wildcard=False)
     else:
         marks = punctuation.marks(compiled) if punctuation is not None else Marks()
-    if spark.conf.get("spark.sql.streaming.stateStore.providerClass", None) in (None, ""):
-        spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+    if spark.conf.get(STATE_STORE, None) in (None, ""):
+        try:
+            spark.conf.set(STATE_STORE, ROCKSDB)
+        except PySparkException as error:  # a pipeline's definitions may not set the session's conf
+            if not (error.getCondition() or "").startswith("SESSION_MUTATION_IN_DECLARATIVE_PIPELINE"):
+                raise
+            raise WidError(f"live mode keeps its panes in the RocksDB state store, which a pipeline's definitions "
+                           f"may not choose: add {STATE_STORE}: {ROCKSDB} to the configuration of the "
+                           "pipeline's spec (spark-pipeline.yml)") from None
 
     tagged = compiled.tagged
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
