@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
