@@ -19,7 +19,7 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType
 
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, in_order
 from wid.jvm import unavailable
 from wid.stream.live.input import BUCKET, KIND, bucket_keys
 from wid.stream.live.panes import partial_names
@@ -119,4 +119,5 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
         log.warning(f"wid: live mode uses the Python step: {why}")
         return None
     step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
+    elements = in_order(elements, "tuple or punctuation")  # before the JVM's row encoder meets a NULL
     return DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)
