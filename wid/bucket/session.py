@@ -134,11 +134,23 @@ def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[s
                 fail(f"is not positive (Spark drops such tuples; WHERE {spec.gap} > 0 drops them explicitly)"), value)
 
 
+def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
+    """A tuple's gap expression in ``x`` units, checked (module docstring): a Column, or SQL text.
+
+    >>> tuples = spark.table("readings").where("k = 'a'")
+    >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "arrival_ts")).alias("g")).collect()[0]
+    Row(ts=1.0, g=2500000)
+    >>> tuples.select(gap_x(tuples, Session("v - 5", "arrival_ts"))).collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: ... SESSION gap v - 5 = 0 is not positive (... WHERE v - 5 > 0 drops them explicitly) in the tuple with row_num=0 ...
+    """
+    g = expression(f"({spec.gap})", named(spec.wattr))
+    return _gap_x(g, gap_type(df, spec), attribute_type(df, spec.wattr), spec, naming(df))
+
+
 def _end_x(df: DataFrame, spec: Session, named: Named) -> Expr:
     """A tuple's own end ``a + g`` in ``x`` units (:func:`exact_x`, present in ``df`` for timestamps)."""
-    dtype = attribute_type(df, spec.wattr)
-    g = expression(f"({spec.gap})", named(spec.wattr))
-    return named(exact_x(spec, dtype)) + _gap_x(g, gap_type(df, spec), dtype, spec, naming(df))
+    return named(exact_x(spec, attribute_type(df, spec.wattr))) + gap_x(df, spec, named)
 
 
 def _ends(df: DataFrame, spec: Session, named: Named) -> list[Step]:
@@ -274,7 +286,13 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
     Row(wid_x=86400000000, wid_lo=None, wid_hi=None)
+    >>> live_bucket(days, Session("row_num + 1", "day"))
+    Traceback (most recent call last):
+    wid.errors.WidError: live mode takes a constant SESSION gap, not the expression row_num + 1 (wid.query and wid.replay take it)
     """
+    if spec.dynamic:
+        raise WidError(f"live mode takes a constant SESSION gap, not the expression {spec.gap} "
+                       f"(wid.query and wid.replay take it)")
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)
