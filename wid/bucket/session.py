@@ -92,8 +92,9 @@ def gap_type(df: DataFrame, spec: Session) -> DataType:
     """The type of the gap expression over ``df``, an integer or a decimal, or a :class:`WidError`
     (it does not parse or resolve, it is a double, the attribute is a double).
 
-    >>> gap_type(spark.table("readings"), Session("IF(k = 'a', 2, 0.5)", "arrival_ts"))
-    DecimalType(11,1)
+    >>> timed = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
+    >>> gap_type(timed, Session("IF(k = 'a', 2, 0.5)", "t")), gap_type(timed, Session("v + 1", "t"))
+    (DecimalType(11,1), LongType())
     >>> gap_type(spark.table("readings"), Session("v", "ts"))
     Traceback (most recent call last):
     wid.errors.WidError: a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the double 'ts' (exact session ends: cast it in a view)
@@ -137,10 +138,10 @@ def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[s
 def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
     """A tuple's gap expression in ``x`` units, checked (module docstring): a Column, or SQL text.
 
-    >>> tuples = spark.table("readings").where("k = 'a'")
-    >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "arrival_ts")).alias("g")).collect()[0]
+    >>> tuples = spark.table("readings").where("k = 'a'").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
+    >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "t")).alias("g")).orderBy("ts").first()
     Row(ts=1.0, g=2500000)
-    >>> tuples.select(gap_x(tuples, Session("v - 5", "arrival_ts"))).collect()  # doctest: +ELLIPSIS
+    >>> tuples.select(gap_x(tuples, Session("v - 5", "t"))).collect()  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     pyspark...: ... SESSION gap v - 5 = 0 is not positive (... WHERE v - 5 > 0 drops them explicitly) in the tuple with row_num=0 ...
     """
