@@ -33,8 +33,7 @@ def test_clause():
         Session("CASE WHEN k = 'a' THEN 10 ELSE 5 END", "ts", "k")
     assert parse_window("SESSION IF(k = 'session', 2, 1) MINUTES WATTR ts").gap == "(IF(k = 'session', 2, 1)) * 60"
     assert parse_window("SESSION gap WATTR x").gap == "gap"
-    for bad, message in [("SESSION v ROWS WATTR ts", "ROWS"), ("SESSION (v WATTR ts", "expression"),
-                         ("SESSION -2 WATTR ts", "positive")]:
+    for bad, message in [("SESSION v ROWS WATTR ts", "ROWS"), ("SESSION -2 WATTR ts", "positive")]:
         with pytest.raises(WidError, match=message):
             parse_window(bad)
 
@@ -82,6 +81,13 @@ def test_sparks_dynamic_gap_merges_across_rows(spark, temp):
     assert got == [("2016-03-27 19:39:27", "2016-03-27 19:40:16", 3)]
 
 
+def test_long_integer_gaps_on_timestamps(spark, temp):
+    """An int gap of hours is taken in microseconds on longs (no int overflow): the session of
+    19:39:27 + 30 h holds all three tuples and ends there."""
+    got = _sessions(spark, "SELECT count(*) AS n FROM temp [SESSION duration HOURS WATTR time]")
+    assert got == [("2016-03-27 19:39:27", "2016-03-29 01:39:27", 3)]
+
+
 def test_sparks_filter_out_negative_and_zero_gaps_with_where(spark, temp):
     """"SPARK-36465: filter out events with negative/zero gap duration": Spark drops value 1 (0 s)
     and value 2 (-10 s) silently; wid fails naming the tuple, and WHERE drops them explicitly."""
@@ -117,7 +123,9 @@ def test_refusals(spark, temp):
         ("SELECT count(*) FROM doubles [SESSION 2 + 1 WATTR x]", "not the double 'x'"),
         ("SELECT count(*) FROM temp [SESSION duration * 0.5e0 SECONDS WATTR time]", "is a double"),
         ("SELECT count(*) FROM temp [SESSION concat(value, 's') SECONDS WATTR time]", "is a string"),
-        ("SELECT count(*) FROM temp [SESSION nope + 1 SECONDS WATTR time]", "SESSION gap nope \\+ 1: "),
+        ("SELECT count(*) FROM temp [SESSION nope + 1 SECONDS WATTR time]", "SESSION gap nope \\+ 1: .*nope"),
+        ("SELECT count(*) FROM temp [SESSION value * * 2 SECONDS WATTR time]", "SESSION gap value \\* \\* 2: "),
+        ("SELECT count(*) FROM temp [SESSION (value * 2 SECONDS WATTR time]", "unbalanced"),
     ]:
         with pytest.raises(WidError, match=message) as err:
             wid.query(spark, text)

@@ -32,11 +32,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, FloatType, IntegralType, TimestampNTZType,
                                TimestampType)
-
-from pyspark.errors import AnalysisException
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
                                 described, epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
@@ -126,7 +125,7 @@ def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[s
                                         call("coalesce", g.cast("string"), constant("NULL", g)),
                                         constant(f" {problem} in the tuple with ", g), *described(by, g)))
 
-    scaled = g * scale if scale > 1 else g
+    scaled = (g.cast("long") if isinstance(gtype, IntegralType) else g) * scale if scale > 1 else g  # no int overflow
     value = scaled.cast("long") if scale > 1 or isinstance(gtype, IntegralType) else g
     if scale > 1 and isinstance(gtype, DecimalType):
         value = when(scaled > call("floor", scaled), fail(f"is no whole number of {units}"), value)

@@ -139,9 +139,9 @@ class Session(WindowSpec):
 
     def __post_init__(self) -> None:
         if isinstance(self.gap, str):
-            text = " ".join(self.gap.split())
-            if not text or text.count("(") != text.count(")"):
-                raise WidError(f"SESSION gap needs a number or an expression, got {self.gap!r}")
+            text = self.gap.strip()
+            if not text:
+                raise WidError("SESSION gap needs a number or an expression, got nothing")
             object.__setattr__(self, "gap", text)
             return
         positive("SESSION gap", self.gap)
