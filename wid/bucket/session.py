@@ -140,9 +140,9 @@ def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
     >>> tuples = spark.table("readings").where("k = 'a'").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
     >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "t")).alias("g")).orderBy("ts").first()
     Row(ts=1.0, g=2500000)
-    >>> tuples.select(gap_x(tuples, Session("v - 5", "t"))).collect()  # doctest: +ELLIPSIS
+    >>> tuples.select(gap_x(tuples, Session("v - 2", "t"))).collect()  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    pyspark...: ... SESSION gap v - 5 = 0 is not positive (... WHERE v - 5 > 0 drops them explicitly) in the tuple with row_num=0 ...
+    pyspark...: ... SESSION gap v - 2 = 0 is not positive (... WHERE v - 2 > 0 drops them explicitly) in the tuple with row_num=3 ...
     """
     g = expression(f"({spec.gap})", named(spec.wattr))
     return _gap_x(g, gap_type(df, spec), attribute_type(df, spec.wattr), spec, naming(df))
