@@ -13,12 +13,15 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 import wid
 from wid.errors import WidError
 from wid.stream.live.compile import compiled_live
+from wid.stream.sessions import KeySessions
 from wid.windows.aware import Session
 from wid.windows.clause import parse_window
 
@@ -130,6 +133,9 @@ def test_refusals(spark, temp):
         with pytest.raises(WidError, match=message) as err:
             wid.query(spark, text)
         assert "\n" not in str(err.value) and "wid_" not in str(err.value)
+    spark.createDataFrame([(0, Decimal("1.5"))], "row_num long, d decimal(38, 10)").createOrReplaceTempView("wide")
+    with pytest.raises(WidError, match=r"d \+ SESSION gap 1 \+ 1 is a decimal\(38,9\): Spark rounds it"):
+        wid.query(spark, "SELECT count(*) FROM wide [SESSION 1 + 1 WATTR d]")
     with pytest.raises(PySparkException, match=r"SESSION gap value \* 0.0000005 = [\d.]+ is no whole number of micro"):
         wid.query(spark, "SELECT count(*) FROM temp [SESSION value * 0.0000005 SECONDS WATTR time]").collect()
     with pytest.raises(WidError, match="live mode takes a constant SESSION gap"):
@@ -149,10 +155,11 @@ def _clicks(seed, n=400):
 GAP = "CASE WHEN k = 'a' THEN 10 WHEN v > 100 THEN 2.5 WHEN v < 0 THEN 0.000001 ELSE 4.75 END"
 
 
-def test_matches_sparks_session_window_with_a_gap_expression(spark):
+@pytest.mark.parametrize("kind", ["timestamp", "timestamp_ntz"])
+def test_matches_sparks_session_window_with_a_gap_expression(spark, kind):
     """Same sessions and aggregates as Spark's own ``session_window(ts, gap)`` with the gap as an
     interval of the same seconds, by the query and by its SQL text."""
-    df = spark.createDataFrame(_clicks(3), "row_num long, k string, ts timestamp, v double")
+    df = spark.createDataFrame(_clicks(3), f"row_num long, k string, ts {kind}, v double")
     df.createOrReplaceTempView("clicks")
     text = f"SELECT k, count(*) AS n, sum(v) AS total, max(v) AS hi FROM clicks [SESSION {GAP} SECONDS WATTR ts] GROUP BY k"
     interval = F.expr(f"make_interval(0, 0, 0, 0, 0, 0, CAST({GAP} AS DECIMAL(18, 6)))")
@@ -231,3 +238,55 @@ def test_replay_under_punctuation(spark):
     final = rep.results.join(last, ["k", "wid", "revision"]).where("n > 0").collect()
     assert rep.late.count() == 0
     assert {(r.k, r.session_start, r.session_end, r.n) for r in final} == {e[:1] + e[2:] for e in exact}
+
+
+# Event by event: the state machine replay runs per key (:class:`wid.stream.sessions.KeySessions`), pure Python.
+TUPLES = st.lists(st.tuples(st.integers(-40, 40), st.integers(1, 12)), min_size=1, max_size=25)
+
+
+@settings(max_examples=300)
+@given(TUPLES, st.randoms(use_true_random=False))
+def test_key_sessions_in_any_arrival_order_are_the_rule(items, rnd):
+    """With a gap per tuple and no punctuation, whatever the arrival order, the sessions at the
+    end of the stream are the rule's (tuples spanning ``[a, a + g]`` merge when they touch)."""
+    order = list(range(len(items)))
+    rnd.shuffle(order)
+    key = KeySessions(None)
+    for row in order:
+        key.arrive(row, items[row][0], gap=items[row][1])
+    key.punctuate(None, None)
+    assert {("k", s.start, s.reach): len(s.members) for s in key.sessions} == _reference([("k", a, g) for a, g in items])
+    assert not key.late and sorted(m for m, *_ in key.members) == sorted(order)
+
+
+def _last_revisions(key):
+    """``{wid: rows}`` of each id's last revision (none when a merge retired the id)."""
+    revisions = {}
+    for member, w, revision, _ in key.members:
+        revisions.setdefault(w, {}).setdefault(revision, []).append(member)
+    for _, w, revision, _ in key.retired:
+        revisions.setdefault(w, {})[revision] = []
+    return {w: rows[max(rows)] for w, rows in revisions.items() if rows[max(rows)]}
+
+
+@settings(max_examples=300)
+@given(TUPLES, st.randoms(use_true_random=False), st.integers(0, 6), st.booleans())
+def test_key_sessions_under_punctuation(items, rnd, lateness, kept):
+    """Punctuations after random tuples. Each bound at most the least ``a`` still to come (a
+    promise the stream keeps): nothing is late and the last revisions are the rule's sessions.
+    Any bounds: each tuple is in exactly one last revision or late (conservation)."""
+    order = list(range(len(items)))
+    rnd.shuffle(order)
+    key = KeySessions(None, lateness)
+    for i, row in enumerate(order):
+        key.arrive(row, items[row][0], gap=items[row][1])
+        if rnd.random() < 0.4:
+            rest = [items[r][0] for r in order[i + 1:]]
+            key.punctuate(len(items) + i, min(rest, default=50) if kept else items[row][0] + rnd.randint(-5, 15))
+    key.punctuate(None, None)
+    final = _last_revisions(key)
+    assert sorted([m for rows in final.values() for m in rows] + key.late) == sorted(order)
+    if kept:
+        sessions = {("k", min(items[m][0] for m in rows), max(sum(items[m]) for m in rows)): len(rows)
+                    for rows in final.values()}
+        assert not key.late and sessions == _reference([("k", a, g) for a, g in items])

@@ -94,6 +94,9 @@ def gap_type(df: DataFrame, spec: Session) -> DataType:
     >>> timed = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
     >>> gap_type(timed, Session("IF(k = 'a', 2, 0.5)", "t")), gap_type(timed, Session("v + 1", "t"))
     (DecimalType(11,1), LongType())
+    >>> gap_type(timed.selectExpr("CAST(ts AS DECIMAL(38, 10)) AS d"), Session("2", "d"))
+    Traceback (most recent call last):
+    wid.errors.WidError: d + SESSION gap 2 is a decimal(38,9): Spark rounds it (38 digits at most), narrow the decimals for exact session ends
     >>> gap_type(spark.table("readings"), Session("v", "ts"))
     Traceback (most recent call last):
     wid.errors.WidError: a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the double 'ts' (exact session ends: cast it in a view)
@@ -110,6 +113,12 @@ def gap_type(df: DataFrame, spec: Session) -> DataType:
     if not isinstance(gtype, (IntegralType, DecimalType)):
         raise WidError(f"SESSION gap {spec.gap} is a {gtype.simpleString()}, not an integer or decimal "
                        f"(CAST it AS DECIMAL(p, s) for exact session ends)")
+    if not time_like(dtype):  # Spark's decimal sum drops places beyond 38 digits: no exact a + g then
+        a = column(spec.wattr).cast("long") if isinstance(dtype, IntegralType) else column(spec.wattr)
+        end = df.select(a + expression(f"({spec.gap})", a)).schema[0].dataType
+        if isinstance(end, DecimalType) and end.scale < max(getattr(t, "scale", 0) for t in (dtype, gtype)):
+            raise WidError(f"{spec.wattr} + SESSION gap {spec.gap} is a {end.simpleString()}: Spark rounds it "
+                           f"(38 digits at most), narrow the decimals for exact session ends")
     return gtype
 
 
