@@ -65,7 +65,8 @@ def _sessions(spark, text):
     ("duration", [("2016-03-27 19:39:27", "2016-03-27 19:39:57", 4), ("2016-03-27 19:39:34", "2016-03-27 19:39:44", 1),
                   ("2016-03-27 19:39:56", "2016-03-27 19:40:16", 2)]),
     # "SPARK-36465: time window in SQL with UDF as gap duration" (i * 10 seconds)
-    ("value * 10", [("2016-03-27 19:39:27", "2016-03-27 19:40:07", 4), ("2016-03-27 19:39:34", "2016-03-27 19:39:44", 1),
+    ("value * 10", [("2016-03-27 19:39:27", "2016-03-27 19:40:07", 4),
+                    ("2016-03-27 19:39:34", "2016-03-27 19:39:44", 1),
                     ("2016-03-27 19:39:56", "2016-03-27 19:40:16", 2)]),
     # "SPARK-36465: time window in SQL with conditional expression as gap duration"
     ("CASE WHEN value = 1 THEN 2 WHEN value = 2 THEN 10 ELSE 20 END",
@@ -114,7 +115,8 @@ def test_sparks_filter_out_invalid_gaps_with_where(spark, temp):
         wid.query(spark, f"SELECT count(*) AS n FROM temp_nameless [SESSION {gap} SECONDS WATTR time]").collect()
     got = _sessions(spark, f"SELECT value, count(*) AS n FROM temp [SESSION {gap} SECONDS WATTR time] "
                            f"WHERE {gap} > 0 GROUP BY value")
-    assert got == [("2016-03-27 19:39:27", "2016-03-27 19:39:47", 4, 1), ("2016-03-27 19:39:34", "2016-03-27 19:39:36", 1, 1)]
+    assert got == [("2016-03-27 19:39:27", "2016-03-27 19:39:47", 4, 1),
+                   ("2016-03-27 19:39:34", "2016-03-27 19:39:36", 1, 1)]
 
 
 def test_refusals(spark, temp):
@@ -139,7 +141,8 @@ def test_refusals(spark, temp):
     with pytest.raises(PySparkException, match=r"SESSION gap value \* 0.0000005 = [\d.]+ is no whole number of micro"):
         wid.query(spark, "SELECT count(*) FROM temp [SESSION value * 0.0000005 SECONDS WATTR time]").collect()
     with pytest.raises(WidError, match="live mode takes a constant SESSION gap"):
-        compiled_live(spark, "SELECT count(*) AS n FROM temp [SESSION value SECONDS WATTR time]", spark.table("temp"), None)
+        compiled_live(spark, "SELECT count(*) AS n FROM temp [SESSION value SECONDS WATTR time]",
+                      spark.table("temp"), None)
 
 
 def _clicks(seed, n=400):
@@ -161,7 +164,8 @@ def test_matches_sparks_session_window_with_a_gap_expression(spark, kind):
     interval of the same seconds, by the query and by its SQL text."""
     df = spark.createDataFrame(_clicks(3), f"row_num long, k string, ts {kind}, v double")
     df.createOrReplaceTempView("clicks")
-    text = f"SELECT k, count(*) AS n, sum(v) AS total, max(v) AS hi FROM clicks [SESSION {GAP} SECONDS WATTR ts] GROUP BY k"
+    text = (f"SELECT k, count(*) AS n, sum(v) AS total, max(v) AS hi "
+            f"FROM clicks [SESSION {GAP} SECONDS WATTR ts] GROUP BY k")
     interval = F.expr(f"make_interval(0, 0, 0, 0, 0, 0, CAST({GAP} AS DECIMAL(18, 6)))")
     theirs = df.groupBy("k", F.session_window("ts", interval).alias("s")).agg(
         F.count("*").alias("n"), F.sum("v").alias("total"), F.max("v").alias("hi")).collect()
@@ -175,19 +179,18 @@ def test_matches_sparks_session_window_with_a_gap_expression(spark, kind):
 def _reference(rows):
     """``{(key, start, end): count}`` by the rule, in Fractions: per key in ``a`` order, a tuple
     joins while ``a <= end``, the end the largest ``a + g`` so far."""
-    out, by_key = {}, {}
+    by_key: dict = {}
     for k, a, g in rows:
         by_key.setdefault(k, []).append((Fraction(a), Fraction(g)))
+    out = {}
     for k, items in by_key.items():
-        start = end = None
+        runs: list[list] = []  # [start, end, count]
         for a, g in sorted(items):
-            if end is not None and a <= end:
-                end, n = max(end, a + g), n + 1
+            if runs and a <= runs[-1][1]:
+                runs[-1][1:] = [max(runs[-1][1], a + g), runs[-1][2] + 1]
             else:
-                if end is not None:
-                    out[(k, start, end)] = n
-                start, end, n = a, a + g, 1
-        out[(k, start, end)] = n
+                runs.append([a, a + g, 1])
+        out.update({(k, start, end): n for start, end, n in runs})
     return out
 
 
@@ -255,7 +258,8 @@ def test_key_sessions_in_any_arrival_order_are_the_rule(items, rnd):
     for row in order:
         key.arrive(row, items[row][0], gap=items[row][1])
     key.punctuate(None, None)
-    assert {("k", s.start, s.reach): len(s.members) for s in key.sessions} == _reference([("k", a, g) for a, g in items])
+    expected = _reference([("k", a, g) for a, g in items])
+    assert {("k", s.start, s.reach): len(s.members) for s in key.sessions} == expected
     assert not key.late and sorted(m for m, *_ in key.members) == sorted(order)
 
 
