@@ -210,6 +210,21 @@ def naming(df: DataFrame) -> tuple[str, ...]:
     return (row_num,) if row_num is not None else tuple(df.columns)
 
 
+def described(by: Sequence[str], like: Expr) -> list[Expr]:
+    """The parts of ``c=v, d=w`` naming a tuple by its columns ``by`` (NULL as ``NULL``), to
+    ``concat`` into an error message: SQL text or Columns, as ``like``.
+
+    >>> spark.table("readings").select(F.concat(*described(["k", "v"], F.col("ts")))).first()[0]
+    'k=a, v=5'
+    """
+    labels = [f"{c}=" if i == 0 else f", {c}=" for i, c in enumerate(by)]
+    if isinstance(like, Sql):
+        return [part for label, c in zip(labels, by)
+                for part in (Sql(literal(label)), Sql(f"coalesce(CAST({Sql.column(c)} AS STRING), 'NULL')"))]
+    return [part for label, c in zip(labels, by)
+            for part in (F.lit(label), F.coalesce(column(c).cast("string"), F.lit("NULL")))]
+
+
 def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None,
             by: Sequence[str] = ("row_num",)) -> Expr:
     """``x``, failing the query with a message naming the tuple by its columns ``by``
@@ -230,10 +245,8 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None,
     far = (f"wid: window attribute {name!r} = ", f" is infinite{beyond} in the tuple with ")
     # a finite double is at most the largest one: beyond it only the infinities
     threshold = Decimal(limit) if limit is not None else sys.float_info.max if nan else None
-    labels = [f"{c}=" if i == 0 else f", {c}=" for i, c in enumerate(by)]
     if isinstance(x, Sql):
-        row = ", ".join(f"{literal(label)}, coalesce(CAST({Sql.column(c)} AS STRING), 'NULL')"
-                        for label, c in zip(labels, by))
+        row = ", ".join(part.text for part in described(by, x))
         bad = f"{x} IS NULL" + (f" OR isnan({x})" if nan else "")
         cases = f"WHEN {bad} THEN raise_error(concat({literal(null)}, {row})) "
         if threshold is not None:
@@ -243,8 +256,7 @@ def checked(x: Expr, dtype: DataType, name: str, limit: Number | None = None,
     bad = x.isNull()
     if nan:
         bad = bad | F.isnan(x)
-    row = [part for label, c in zip(labels, by)
-           for part in (F.lit(label), F.coalesce(column(c).cast("string"), F.lit("NULL")))]
+    row = described(by, x)
     out = F.when(bad, F.raise_error(F.concat(F.lit(null), *row)))
     if threshold is not None:
         message = F.concat(F.lit(far[0]), x.cast("string"), F.lit(far[1]), *row)

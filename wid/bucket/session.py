@@ -12,6 +12,13 @@ id``. The comparison is exact on the stored values:
 - doubles: ``g`` as the nearest double ``g_d``; ``a - prev = s + e`` exactly (TwoSum), and
   ``s + e > g_d`` iff ``s > g_d`` or (``s = g_d`` and ``e > 0``).
 
+With a gap expression (:attr:`Session.dynamic`, Spark's dynamic gap) each tuple has its own
+end ``a + g`` (``g`` evaluated on it, in ``x`` units: whole microseconds for timestamps, exact
+integers and decimals; a double gap or attribute is refused), checked: a NULL or non-positive
+``g`` fails the query naming the tuple. In ``x`` order per key a tuple opens a session when it
+is the first or ``a >`` the largest end of the tuples before it (ROWS frame: of equal values
+only the first can open one); the session ends at its largest ``a + g``.
+
 Each tuple also carries its session's ``session_start`` (first ``a``) and ``session_end``
 (last ``a + g``), in the attribute's type (``session_end`` a timestamp for dates). The steps are one
 definition, built as Columns for :func:`wid.query` or as SQL text for :func:`wid.to_sql`
@@ -25,20 +32,21 @@ from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, FloatType, IntegralType, TimestampNTZType,
                                TimestampType)
 
 from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
+                                described, epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
 from wid.bucket.steps import Add, Stage, Step, staged
-from wid.errors import WidError
+from wid.errors import WidError, quiet_analysis
 from wid.windows.aware import Session
-from wid.windows.numbers import exact
-from wid.windows.sqlexpr import Expr, Sql, call, column, constant, over
+from wid.windows.numbers import LIMIT, exact
+from wid.windows.sqlexpr import Expr, Sql, call, column, constant, expression, over, when
 
 SESSION_START, SESSION_END = Session.extent_columns
-_NEW = "_wid_new"
+_NEW, _END = "_wid_new", "_wid_end"
 
 Compare = Callable[[Expr, Expr], Expr]
 
@@ -79,11 +87,101 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
     return opens, lambda last: last.cast("double") + constant(g, last)
 
 
+def gap_type(df: DataFrame, spec: Session) -> DataType:
+    """The type of the gap expression over ``df``, an integer or a decimal, or a :class:`WidError`
+    (it does not parse or resolve, it is a double, the attribute is a double).
+
+    >>> timed = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
+    >>> gap_type(timed, Session("IF(k = 'a', 2, 0.5)", "t")), gap_type(timed, Session("v + 1", "t"))
+    (DecimalType(11,1), LongType())
+    >>> gap_type(timed.selectExpr("CAST(ts AS DECIMAL(38, 10)) AS d"), Session("2", "d"))
+    Traceback (most recent call last):
+    wid.errors.WidError: d + SESSION gap 2 is a decimal(38,9): Spark rounds it (38 digits at most), narrow the decimals for exact session ends
+    >>> gap_type(spark.table("readings"), Session("v", "ts"))
+    Traceback (most recent call last):
+    wid.errors.WidError: a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the double 'ts' (exact session ends: cast it in a view)
+    """
+    dtype = attribute_type(df, spec.wattr)
+    if isinstance(dtype, (DoubleType, FloatType)):
+        raise WidError(f"a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the "
+                       f"double {spec.wattr!r} (exact session ends: cast it in a view)")
+    try:
+        with quiet_analysis():
+            gtype = df.select(expression(f"({spec.gap})", column(spec.wattr))).schema[0].dataType
+    except AnalysisException as e:
+        raise WidError(f"SESSION gap {spec.gap}: {str(e).splitlines()[0]}") from None
+    if not isinstance(gtype, (IntegralType, DecimalType)):
+        raise WidError(f"SESSION gap {spec.gap} is a {gtype.simpleString()}, not an integer or decimal "
+                       f"(CAST it AS DECIMAL(p, s) for exact session ends)")
+    if not time_like(dtype):  # Spark's decimal sum drops places beyond 38 digits: no exact a + g then
+        a = column(spec.wattr).cast("long") if isinstance(dtype, IntegralType) else column(spec.wattr)
+        end = df.select(a + expression(f"({spec.gap})", a)).schema[0].dataType
+        if isinstance(end, DecimalType) and end.scale < max(getattr(t, "scale", 0) for t in (dtype, gtype)):
+            raise WidError(f"{spec.wattr} + SESSION gap {spec.gap} is a {end.simpleString()}: Spark rounds it "
+                           f"(38 digits at most), narrow the decimals for exact session ends")
+    return gtype
+
+
+def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[str, ...]) -> Expr:
+    """The gap ``g`` (an expression of type ``gtype``) in ``x`` units (module docstring), failing
+    the query on a NULL, non-positive or too large gap, or one of no whole microseconds."""
+    scale = MICROS_PER_SECOND if time_like(dtype) else 1
+    most = Decimal(LIMIT // 2) / scale  # exact: a power of ten divides
+    units = f"microseconds of {spec.wattr!r}" if scale > 1 else f"the units of {spec.wattr!r}"
+
+    def fail(problem: str) -> Expr:
+        return call("raise_error", call("concat", constant(f"wid: SESSION gap {spec.gap} = ", g),
+                                        call("coalesce", g.cast("string"), constant("NULL", g)),
+                                        constant(f" {problem} in the tuple with ", g), *described(by, g)))
+
+    scaled = (g.cast("long") if isinstance(gtype, IntegralType) else g) * scale if scale > 1 else g  # no int overflow
+    value = scaled.cast("long") if scale > 1 or isinstance(gtype, IntegralType) else g
+    if scale > 1 and isinstance(gtype, DecimalType):
+        value = when(scaled > call("floor", scaled), fail(f"is no whole number of {units}"), value)
+    value = when(g > constant(most, g), fail(f"exceeds 2**61 {units}: session ends would overflow a long"), value)
+    return when(call("isnull", g) | (g <= constant(0, g)),
+                fail(f"is not positive (Spark drops such tuples; WHERE {spec.gap} > 0 drops them explicitly)"), value)
+
+
+def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
+    """A tuple's gap expression in ``x`` units, checked (module docstring): a Column, or SQL text.
+
+    >>> tuples = spark.table("readings").where("k = 'a'").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
+    >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "t")).alias("g")).orderBy("ts").first()
+    Row(ts=1.0, g=2500000)
+    >>> tuples.select(gap_x(tuples, Session("v - 2", "t"))).collect()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    pyspark...: ... SESSION gap v - 2 = 0 is not positive (... WHERE v - 2 > 0 drops them explicitly) in the tuple with row_num=3 ...
+    """
+    g = expression(f"({spec.gap})", named(spec.wattr))
+    return _gap_x(g, gap_type(df, spec), attribute_type(df, spec.wattr), spec, naming(df))
+
+
+def _end_x(df: DataFrame, spec: Session, named: Named) -> Expr:
+    """A tuple's own end ``a + g`` in ``x`` units (:func:`exact_x`, present in ``df`` for timestamps)."""
+    return named(exact_x(spec, attribute_type(df, spec.wattr))) + gap_x(df, spec, named)
+
+
+def _ends(df: DataFrame, spec: Session, named: Named) -> list[Step]:
+    """The steps of :func:`session_bucket` for a gap expression (module docstring)."""
+    dtype = attribute_type(df, spec.wattr)
+    x, _ = numeric_value(named(spec.wattr), dtype, spec.wattr)
+    value = exact_x(spec, dtype)
+    end = _end_x(df, spec, named)
+    reach = over(call("max", named(_END)), spec.keys, [value], before=True)
+    new = (call("isnull", reach) | (named(value) > reach)).cast("int")
+    sid = (over(call("sum", named(_NEW)), spec.keys, [value]) - 1).cast("long")
+    return [Add([(WID_X, checked(x, dtype, spec.wattr, by=naming(df)))]), Add([(_END, end)]), Add([(_NEW, new)]),
+            Add([(WID_LO, sid)]), Add([(WID_HI, named(WID_LO)), *_extents(dtype, spec, named)])]
+
+
 def _steps(df: DataFrame, spec: Session, named: Named) -> list[Step]:
     """The steps of :func:`session_bucket`, as Columns or SQL text (``named``)."""
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)
+    if spec.dynamic:
+        return _ends(df, spec, named)
     a = named(spec.wattr)
     x, _ = numeric_value(a, dtype, spec.wattr)
     opens, _ = _arithmetic(dtype, spec)
@@ -95,10 +193,17 @@ def _steps(df: DataFrame, spec: Session, named: Named) -> list[Step]:
             Add([(WID_LO, sid)]), Add([(WID_HI, named(WID_LO)), *_extents(dtype, spec, named)])]
 
 
-def _extents(dtype: DataType, spec: Session, named: Named) -> Stage:
+def _extents(dtype: DataType, spec: Session, named: Named, ends: Expr | None = None) -> Stage:
+    """``session_start`` and ``session_end`` over each session; with a gap expression, the end is
+    the largest of the tuples' ends (``ends``, in ``x`` units; default: the column ``_wid_end``)."""
     a = named(spec.wattr)
-    _, end = _arithmetic(dtype, spec)
     session = (*spec.keys, WID_LO)
+    if spec.dynamic:
+        last = over(call("max", named(_END) if ends is None else ends), session)
+        kind = TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
+        return [(SESSION_START, over(call("min", a), session)),
+                (SESSION_END, rattr_value(last, kind) if time_like(dtype) else last)]
+    _, end = _arithmetic(dtype, spec)
     return [(SESSION_START, over(call("min", a), session)), (SESSION_END, end(over(call("max", a), session)))]
 
 
@@ -118,7 +223,7 @@ def session_bucket(df: DataFrame, spec: Session) -> DataFrame:
     +-------+---+------+-------------+-----------+
     <BLANKLINE>
     """
-    return staged(df, _steps(df, spec, column)).drop(_NEW)
+    return staged(df, _steps(df, spec, column)).drop(_NEW, _END)
 
 
 def session_bucket_sql(source: str, df: DataFrame, spec: Session) -> str:
@@ -156,7 +261,8 @@ def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     +---+------+-----+-------------+-----------+
     <BLANKLINE>
     """
-    return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column))])
+    ends = _end_x(tagged, spec, column) if spec.dynamic else None
+    return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column, ends))])
 
 
 def exact_x(spec: Session, dtype: DataType) -> str:
@@ -189,7 +295,13 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
     Row(wid_x=86400000000, wid_lo=None, wid_hi=None)
+    >>> live_bucket(days, Session("row_num + 1", "day"))
+    Traceback (most recent call last):
+    wid.errors.WidError: live mode takes a constant SESSION gap, not the expression row_num + 1 (wid.query and wid.replay take it)
     """
+    if spec.dynamic:
+        raise WidError(f"live mode takes a constant SESSION gap, not the expression {spec.gap} "
+                       f"(wid.query and wid.replay take it)")
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)

@@ -6,7 +6,10 @@ Per key, in arrival order (a punctuation at row r right after tuple r), the stat
 lateness (same units, default 0) and exact arithmetic:
 
 - a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when
-  ``s - g <= x <= last + g`` (sessions that touch merge, as in :func:`wid.query`);
+  ``s - g <= x <= last + g`` (sessions that touch merge, as in :func:`wid.query`); with a gap
+  expression, each tuple's own gap ``h`` in ``x`` units (:func:`wid.bucket.session.gap_x`):
+  ``s <= x + h`` and ``x <=`` the session's end, the largest ``x + h`` of its tuples, which
+  every rule below reads for ``last + g``;
 - a session is *complete* once the bound passes its end, ``last + g < B`` (a tuple still to
   come has ``x >= B``: past its reach); *closed* once emitted (until a tuple changes it) and
   *forgotten* when closed with ``last + g + L < B`` (the bound passes ``end + L``, Flink's
@@ -42,13 +45,13 @@ from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
                                 numeric_value)
 from wid.bucket.plain import PlainNames
-from wid.bucket.session import exact_x, gap_in_x, with_extents
+from wid.bucket.session import exact_x, gap_in_x, gap_x, with_extents
 from wid.windows.numbers import Number, exact
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
 from wid.windows.sqlexpr import column, columns
 
-_KIND, _VALUE, _LATE, _RETIRED = "_wid_kind", "_wid_value", "_wid_late", "_wid_retired"
+_KIND, _VALUE, _GAP, _LATE, _RETIRED = "_wid_kind", "_wid_value", "_wid_gap", "_wid_late", "_wid_retired"
 
 
 def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0) -> tuple[DataFrame, DataFrame]:
@@ -78,10 +81,11 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
         tagged.select("row_num", column(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     dtype = attribute_type(tagged, spec.wattr)
     factor = numeric_value(column(spec.wattr), dtype, spec.wattr)[1]
-    gap, lateness = gap_in_x(spec, dtype), exact(allowed_lateness) * factor
+    gap, lateness = None if spec.dynamic else gap_in_x(spec, dtype), exact(allowed_lateness) * factor
     keys = list(spec.keys)
     value = column(exact_x(spec, dtype))  # exact: micros, longs, decimals, doubles
-    tuples = tagged.select("row_num", *columns(keys), F.lit(0).alias(_KIND), value.alias(_VALUE),
+    own = gap_x(tagged, spec) if spec.dynamic else F.lit(None).cast(LongType())  # each tuple's gap, or the constant
+    tuples = tagged.select("row_num", *columns(keys), F.lit(0).alias(_KIND), value.alias(_VALUE), own.alias(_GAP),
                            F.lit(None).cast(punctuations.frame.schema[WID_CLOSED].dataType).alias(WID_CLOSED))
     present = tagged.select(*columns(keys)).distinct()
     events = tuples
@@ -92,6 +96,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
             if shape else present.crossJoin(frame)
         events = events.unionByName(matched.select("row_num", *columns(keys), F.lit(1).alias(_KIND),
                                                    F.lit(None).cast(tuples.schema[_VALUE].dataType).alias(_VALUE),
+                                                   F.lit(None).cast(tuples.schema[_GAP].dataType).alias(_GAP),
                                                    WID_CLOSED))
     schema = StructType([StructField("row_num", LongType()), StructField(WID, LongType()),
                          StructField(REVISION, LongType()), StructField(EMIT_ROW, LongType()),
@@ -100,9 +105,9 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     def scan(pdf: pd.DataFrame) -> pd.DataFrame:
         state = KeySessions(gap, lateness)
         pdf = pdf.sort_values(["row_num", _KIND], kind="stable")
-        for row, kind, x, bound in zip(pdf["row_num"], pdf[_KIND], pdf[_VALUE], pdf[WID_CLOSED]):
+        for row, kind, x, h, bound in zip(pdf["row_num"], pdf[_KIND], pdf[_VALUE], pdf[_GAP], pdf[WID_CLOSED]):
             if kind == 0:
-                state.arrive(int(row), Fraction(x))
+                state.arrive(int(row), Fraction(x), gap=None if gap is not None else Fraction(h))
             elif not pd.isna(bound):
                 state.punctuate(int(row), Fraction(bound))
         state.punctuate(None, None)

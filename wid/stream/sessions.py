@@ -18,6 +18,11 @@ lateness (exact numbers in ``x`` units: whole numbers, or :class:`~fractions.Fra
 - a punctuation emits the open sessions with ``last + g < B``, in start order, then forgets
   those past cleanup; the end of the stream (``punctuate(None, None)``) emits the rest. New ids
   count the key's emitted sessions.
+
+With a gap per tuple (Spark's dynamic gap: ``arrive(row, x, gap=h)``) a tuple spans
+``[x, x + h]`` and a session ends at the largest ``x + h`` of its tuples (its ``reach``)
+instead of ``last + g``: the tuple touches a session when ``start <= x + h`` and ``x <= end``,
+and every rule above reads that end.
 """
 
 from __future__ import annotations
@@ -56,13 +61,15 @@ class KeySession:
     wid: int | None = None
     revision: int = -1
     closed: bool = False
+    #: The end with a gap per tuple (the largest ``x + h`` of its tuples); None: ``last + g``.
+    reach: Number | None = field(default=None, repr=False)
 
 
 class KeySessions:
     """One key's sessions (module doc) and what they emit: ``members`` (member, wid, revision,
     emit_row) per member of each emission, ``retired`` (row of the merging tuple, wid, revision,
     emit_row) and ``late`` (the rows of late tuples). ``sessions``: the kept ones in start order
-    (more than ``g`` apart, so a tuple touches a run of neighbours, found by bisection);
+    (each ends before the next starts, so a tuple touches a run of neighbours, found by bisection);
     ``open``: those not emitted.
 
     Gap 2, lateness 0: session ``{1, 2}`` ends at 4, emitted and forgotten at the bound 5. 3
@@ -78,7 +85,7 @@ class KeySessions:
     [KeySession(start=Fraction(3, 1), last=Fraction(4, 1), members=[5, 3], wid=None, revision=-1, closed=False)]
     """
 
-    def __init__(self, gap: Number, lateness: Number = 0, bound: Number | None = None,
+    def __init__(self, gap: Number | None, lateness: Number = 0, bound: Number | None = None,
                  sessions: list[KeySession] | None = None, next_id: int = 0) -> None:
         self.gap, self.lateness, self.bound, self.next_id = gap, lateness, bound, next_id
         self.sessions: list[KeySession] = sorted(sessions or [], key=lambda s: s.start)
@@ -92,19 +99,30 @@ class KeySessions:
         """The bound is past ``end``: no tuple still to come (``x >= B``) reaches it."""
         return self.bound is not None and end < self.bound
 
-    def _near(self, x: Number) -> tuple[int, int]:
-        """``[lo, hi)``: the kept sessions ``x`` touches (``start - g <= x <= last + g``)."""
-        hi = bisect_right(self.starts, x + self.gap)
+    def _end(self, session: KeySession) -> Number:
+        """The session's end: ``last + g``, or its ``reach`` with a gap per tuple."""
+        return session.last + self.gap if session.reach is None else session.reach
+
+    def _near(self, x: Number, gap: Number) -> tuple[int, int]:
+        """``[lo, hi)``: the kept sessions ``[x, x + gap]`` touches (``start <= x + gap``, ``x <= end``)."""
+        hi = bisect_right(self.starts, x + gap)
         lo = hi
-        while lo and self.sessions[lo - 1].last + self.gap >= x:
+        while lo and self._end(self.sessions[lo - 1]) >= x:
             lo -= 1
         return lo, hi
 
-    def arrive(self, row: int, x: Number, member: Hashable | None = None) -> None:
+    def arrive(self, row: int, x: Number, member: Hashable | None = None, gap: Number | None = None) -> None:
         """The tuple of ``row_num`` ``row`` at ``x`` arrives (``member``: what it adds to a
-        session, the row itself by default)."""
-        g = self.gap
-        lo, hi = self._near(x)
+        session, the row itself by default; ``gap``: its own gap, else the constant one).
+
+        >>> key = KeySessions(None)  # gaps per tuple: [0, 10] and [12, 14] apart, [9, 12] joins them
+        >>> key.arrive(0, 0, gap=10); key.arrive(1, 12, gap=2); len(key.sessions)
+        2
+        >>> key.arrive(2, 9, gap=3); [(s.start, s.last, s.reach) for s in key.sessions]
+        [(0, 12, 14)]
+        """
+        g = self.gap if gap is None else gap
+        lo, hi = self._near(x, g)
         near = self.sessions[lo:hi]
         if not near and self._passed(x + g + self.lateness):
             self.late.append(row)
@@ -114,10 +132,11 @@ class KeySessions:
             self.retired.append((row, s.wid, s.revision + 1, row))
         merged = KeySession(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
                             [row if member is None else member, *(m for s in near for m in s.members)],
-                            named[0].wid if named else None, named[0].revision if named else -1)
+                            named[0].wid if named else None, named[0].revision if named else -1,
+                            reach=None if gap is None else max([x + gap, *map(self._end, near)]))
         self.sessions[lo:hi], self.starts[lo:hi] = [merged], [merged.start]
         self.open = [s for s in self.open if all(s is not n for n in near)] + [merged]
-        if self._passed(merged.last + g):  # kept: its end + L is not below B (nor were the kept ones')
+        if self._passed(self._end(merged)):  # kept: its end + L is not below B (nor were the kept ones')
             self._emit(merged, row)
 
     def _emit(self, session: KeySession, row: int | None) -> None:
@@ -134,9 +153,9 @@ class KeySessions:
         stream."""
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
-        done = [s for s in self.open if row is None or self._passed(s.last + self.gap)]
+        done = [s for s in self.open if row is None or self._passed(self._end(s))]
         for session in sorted(done, key=lambda s: s.start):
             self._emit(session, row)
-        kept = [s for s in self.sessions if not (s.closed and self._passed(s.last + self.gap + self.lateness))]
+        kept = [s for s in self.sessions if not (s.closed and self._passed(self._end(s) + self.lateness))]
         if len(kept) < len(self.sessions):
             self.sessions, self.starts = kept, [s.start for s in kept]

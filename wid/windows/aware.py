@@ -109,14 +109,21 @@ class Session(WindowSpec):
     {the 0-based index of t's session among its key's sessions in ``a`` order}. Sessions form
     from the tuples WHERE keeps (:attr:`where_first`).
 
+    ``gap`` is a number, or (:attr:`dynamic`) the text of a Spark SQL expression evaluated per
+    tuple, as Spark's ``session_window(a, gap)``: a session then ends at the largest ``a + g``
+    of its tuples, and a next tuple joins when ``a <= end``; a tuple whose gap is NULL or not
+    positive fails the query (``WHERE gap > 0`` drops such tuples explicitly).
+
     >>> Session(1.5, "ts", "k").grouped(("`k`", "dev")).keys, Session(0.25, "ts").scaled(10).gap
     (('k', 'dev'), 2.5)
+    >>> Session("IF(k = 'a', 10, 5)", "ts").dynamic, Session("v * 2", "ts").scaled(10).gap
+    (True, '(v * 2) * 10')
     >>> Session(0, "ts")
     Traceback (most recent call last):
     wid.errors.WidError: SESSION gap must be positive, got 0
     """
 
-    gap: Number
+    gap: Number | str
     wattr: str
     pattr: str | None = None
     keys: tuple[str, ...] = ()
@@ -131,8 +138,19 @@ class Session(WindowSpec):
     where_first: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
+        if isinstance(self.gap, str):
+            text = self.gap.strip()
+            if not text:
+                raise WidError("SESSION gap needs a number or an expression, got nothing")
+            object.__setattr__(self, "gap", text)
+            return
         positive("SESSION gap", self.gap)
         self.fits()
+
+    @property
+    def dynamic(self) -> bool:
+        """The gap is an expression, evaluated per tuple (in the clause's unit)."""
+        return isinstance(self.gap, str)
 
     def fits(self, micros: int | None = None) -> None:
         """A :class:`WidError` unless the gap is at most ``2**61`` in the units of the attribute's
@@ -167,5 +185,7 @@ class Session(WindowSpec):
         return bound
 
     def scaled(self, factor: int) -> Session:
+        if self.dynamic:
+            return replace(self, gap=f"({self.gap}) * {factor}")
         product = exact(self.gap) * factor
         return replace(self, gap=int(product) if product.denominator == 1 else float(product))

@@ -4,7 +4,7 @@ Grammar (keywords case-insensitive, parameters in any order)::
 
     RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] WATTR a [PATTR p]
     RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
-    SESSION n [unit] WATTR a [PATTR p]
+    SESSION (n | expr) [unit] WATTR a [PATTR p]
 
     unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
 """
@@ -24,17 +24,22 @@ from wid.windows.context_free import Landmark, PartitionedTupleSliding, Sliding,
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
-_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|[^\W\d][\w.]*|\(|\)|\S)")
+_TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|"
+                    r"[^\W\d][\w.]*|\(|\)|\S)")
 _KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION")
 
 
-def _tokens(text: str) -> list[str]:
-    tokens, pos = [], 0
+def _spans(text: str) -> list[re.Match[str]]:
+    """The tokens of ``text`` (group 1 of each match: a number, a quoted name or string, a word, a sign)."""
+    matches, pos = [], 0
     while pos < len(text.rstrip()):
-        match = _TOKEN.match(text, pos)
-        tokens.append(match.group(1))
-        pos = match.end()
-    return tokens
+        matches.append(_TOKEN.match(text, pos))
+        pos = matches[-1].end()
+    return matches
+
+
+def _tokens(text: str) -> list[str]:
+    return [match.group(1) for match in _spans(text)]
 
 
 def _unit(word: str | None) -> str | None:
@@ -174,12 +179,40 @@ def _slide_by_tuple(
     return SlideByRows(range_, rattr, slide)
 
 
+def _gap_text(clause: str) -> str:
+    """The text of ``clause`` after ``SESSION`` up to the next keyword, as written.
+
+    >>> _gap_text("SESSION IF(k = 'a', 10, 5) SECONDS WATTR ts")
+    "IF(k = 'a', 10, 5) SECONDS"
+    """
+    spans = _spans(clause)
+    first = next(i for i, m in enumerate(spans) if m.group(1).upper() == "SESSION") + 1
+    last = next((i for i in range(first, len(spans)) if spans[i].group(1).upper() in _KEYWORDS), len(spans))
+    return clause[spans[first].start(1):spans[last - 1].end(1)] if last > first else ""
+
+
 def _session(params: dict[str, list[str]], clause: str) -> Session:
-    """``SESSION g [unit] WATTR a [PATTR p]``: ``g`` in seconds for time units, else raw."""
+    """``SESSION g [unit] WATTR a [PATTR p]``: ``g`` in seconds for time units, else raw; a lone
+    number is the constant gap, anything else a Spark SQL expression evaluated per tuple (scaled
+    to seconds for time units).
+
+    >>> parse_window("SESSION CASE WHEN k = 'a' THEN 10 ELSE 5 END MINUTES WATTR ts").gap
+    "(CASE WHEN k = 'a' THEN 10 ELSE 5 END) * 60"
+    >>> parse_window("SESSION gap_s WATTR ts").gap, parse_window("SESSION 2 SECONDS WATTR ts").gap
+    ('gap_s', 2)
+    """
     extra = sorted(set(params) - {"SESSION", "WATTR", "PATTR"})
     if extra:
         raise WidError(f"a session window takes SESSION, WATTR and PATTR, not {', '.join(extra)} in [{clause}]")
-    gap, unit = _measure(params["SESSION"], "SESSION", clause)
+    words = params["SESSION"]
+    unit = _unit(words[-1]) if len(words) > 1 else None
+    amount = words[:-1] if unit else words
+    if len(amount) == 1 and re.fullmatch(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|(?i:UNBOUNDED)", amount[0]) or not amount:
+        gap, unit = _measure(words, "SESSION", clause)
+    else:
+        text = _gap_text(clause)
+        text = text[:len(text) - len(words[-1])].rstrip() if unit else text
+        gap = f"({text}) * {SECONDS[unit]}" if unit in SECONDS and SECONDS[unit] != 1 else text
     if gap is None or unit == ROWS:
         raise WidError(f"SESSION needs a gap on the window attribute (not UNBOUNDED or ROWS) in [{clause}]")
     wattr = _attribute(params, "WATTR", clause)

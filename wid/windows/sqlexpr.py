@@ -276,10 +276,11 @@ def expression(text: str, like: Expr) -> Expr:
     return Sql(text) if isinstance(like, Sql) else F.expr(text)
 
 
-def over(expr: Expr, partition: Sequence[str] = (), order: Sequence[str] = (), rows: bool = False) -> Expr:
+def over(expr: Expr, partition: Sequence[str] = (), order: Sequence[str] = (), rows: bool = False,
+         before: bool = False) -> Expr:
     """Window function ``expr`` over the columns ``partition``, ordered by the columns ``order``
     (ascending); the frame is Spark's default (with an order: up to the current row and its
-    peers), or with ``rows`` the rows up to the current one.
+    peers), or with ``rows`` the rows up to the current one, with ``before`` the rows before it.
 
     >>> over(call("sum", Sql.column("v")), order=["ts"], rows=True)
     Sql(text='sum(`v`) OVER (ORDER BY `ts` ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)')
@@ -289,8 +290,10 @@ def over(expr: Expr, partition: Sequence[str] = (), order: Sequence[str] = (), r
     if isinstance(expr, Sql):
         parts = [f"PARTITION BY {', '.join(map(quote, partition))}"] if partition else []
         parts += [f"ORDER BY {', '.join(map(quote, order))}"] if order else []
-        parts += ["ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"] if rows else []
+        parts += [f"ROWS BETWEEN UNBOUNDED PRECEDING AND {'1 PRECEDING' if before else 'CURRENT ROW'}"] \
+            if rows or before else []
         return Sql(f"{expr.text} OVER ({' '.join(parts)})")
     window = Window.partitionBy(*map(column, partition))
     window = window.orderBy(*map(column, order)) if order else window
-    return expr.over(window.rowsBetween(Window.unboundedPreceding, Window.currentRow) if rows else window)
+    last = -1 if before else Window.currentRow
+    return expr.over(window.rowsBetween(Window.unboundedPreceding, last) if rows or before else window)
