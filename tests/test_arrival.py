@@ -105,6 +105,7 @@ def test_value_windows_read_no_arrival_order(spark, events, clause, window):
     assert_oracle(out.collect(), evaluate(events, window, ORACLE, group_by=["key"]), isinstance(window, SlideByTuple))
 
 
+@pytest.mark.slow
 def test_sessions_read_no_arrival_order(spark, events):
     """``[SESSION 20 SECONDS WATTR ts] GROUP BY key``: each key's sessions, as the oracle cuts them."""
     out = wid.query(spark, "SELECT key, count(*) AS n, max(value) AS hi FROM events "
@@ -115,6 +116,7 @@ def test_sessions_read_no_arrival_order(spark, events):
     assert got == want and len(out) == len(want)
 
 
+@pytest.mark.slow
 def test_sql_over_a_view_without_row_num(spark, events):
     """``CREATE TEMP VIEW`` through wid.run_sql, and wid.to_sql's plain SQL text, over the view
     without row_num: the oracle's rows."""
@@ -165,6 +167,7 @@ def test_replay_and_live_name_the_fix(spark, events, tmp_path):
     assert "wid.arrival(df, by=...)" in str(error)
 
 
+@pytest.mark.slow
 def test_numbered_by_arrival_they_replay(spark, events):
     """With wid.arrival's row_num, by ts: the ROWS window of the oracle over those positions."""
     numbered = wid.arrival(spark.table("events"), by=["ts"])
@@ -225,6 +228,7 @@ def _tags(df) -> list[int]:
     return [r.tag for r in df.orderBy("row_num").collect()]
 
 
+@pytest.mark.slow
 def test_arrival_by_source_position_is_file_then_line_on_every_read(spark, parts):
     """The same files, read twice, and once more split into many small pieces: the same numbers."""
     directory, rows = parts
@@ -267,6 +271,7 @@ def test_arrival_refuses_what_it_cannot_number(spark, parts):
         wid.arrival(df, by=[F.col("ts")])
 
 
+@pytest.mark.slow
 def test_a_plan_adds_arrival_order_to_its_input(spark, parts, tmp_path):
     """``[input] arrival``: ``"source"`` or a list of columns; anything else refused at load."""
     directory, rows = parts
@@ -291,6 +296,7 @@ def test_a_plan_adds_arrival_order_to_its_input(spark, parts, tmp_path):
 # --- a property: any value window, with or without row_num --------------------------------
 
 
+@pytest.mark.slow
 @given(case=cases(("sliding", "tumbling", "hopping", "landmark", "slide-by-tuple"), most=200))
 def test_value_windows_equal_the_oracle_without_row_num(spark, case):
     """Any stream of tests/strategies.py, its row_num dropped: the oracle's rows."""

@@ -63,6 +63,7 @@ def test_scale_reports_time_peak_memory_and_spill_of_each_case(spark):
                for line in lines)
 
 
+@pytest.mark.slow
 def test_footprint_counts_the_bytes_a_case_spills(spark):
     """A window function over one partition spills once its buffer passes the thresholds; the
     same without them spills nothing."""

@@ -72,6 +72,7 @@ TAGGED = [
 ]
 
 
+@pytest.mark.slow
 def test_bucket_tags_each_tuple_with_the_windows_whose_extent_holds_it(spark, view):
     """[wid_lo, wid_hi] is exactly {w : x in extent(w)}; tuples in no window (hopping gaps) are gone."""
     expected = []

@@ -88,6 +88,7 @@ def test_run_prints_every_row_when_under_the_limit(spark, capsys, tmp_path):
     assert note == f"({len(rows)} rows)" and rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_out_writes_the_query_result(spark, capsys, tmp_path, fmt):
     plan = Plan.load(ROOT / "plans" / "q1_traffic.toml")

@@ -262,6 +262,7 @@ def mkdocs(root: Path, site: Path) -> subprocess.CompletedProcess:
                           cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_site_builds_strict_with_both_references(tmp_path):
     done = mkdocs(ROOT, tmp_path / "site")
     assert done.returncode == 0, done.stderr[-4000:]
@@ -278,6 +279,7 @@ def test_site_builds_strict_with_both_references(tmp_path):
     assert "```" not in api and "&gt;&gt;&gt; " in api  # doctest examples rendered as code
 
 
+@pytest.mark.slow
 def test_a_broken_link_fails_the_build(tmp_path):
     for name in ("mkdocs.yml", "README.md", "CONTRIBUTING.md"):
         shutil.copy(ROOT / name, tmp_path / name)

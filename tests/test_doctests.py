@@ -56,6 +56,7 @@ def _public(module) -> set[str]:
             and (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__ == module.__name__}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(spark, readings, name):
     module = importlib.import_module(name)

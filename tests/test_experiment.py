@@ -34,6 +34,7 @@ def test_block_sorted_releases_each_block_at_its_end(spark):
     assert any(a.ts > b.ts for a, b in zip(rows, rows[1:]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bounded", "block_sorted"])
 def test_source_punctuations_are_exact(spark, kind):
     stream = (bounded_disorder(spark, 500, max_delay=5.0, segments=3) if kind == "bounded"
@@ -51,6 +52,7 @@ def test_source_punctuations_are_exact(spark, kind):
     assert m.join(last, ["seg_id", "wid"]).where(F.col("emit_row") < F.col("last")).count() == 0
 
 
+@pytest.mark.slow
 def test_metrics_count_late_tuples_as_errors(spark):
     stream = bounded_disorder(spark, 500, max_delay=5.0, late_fraction=0.5, segments=3)
     stream.createOrReplaceTempView("d")
@@ -70,6 +72,7 @@ def test_metrics_count_late_tuples_as_errors(spark):
     assert 0 < figures["frac_incorrect"] <= 1
 
 
+@pytest.mark.slow
 def test_wid_experiment_writes_csv_and_plot(spark, tmp_path):
     plan = tmp_path / "exp.toml"
     plan.write_text(f"""
@@ -104,6 +107,7 @@ punctuation = "source"
     assert (tmp_path / "out.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_latency_of_a_hand_worked_replay(spark):
     """Tumbling windows of 10 on ts, slack 0: window 0 ([0, 10)) closes at row 2 (ts 12) whose
     arrival is 12: latency 12 - 10 = 2, in rows 2 - 1 (row 1 is the last to arrive before 10);

@@ -83,6 +83,7 @@ VARIANTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slide, variant", VARIANTS)
 def test_variants_match_brute_force_with_group_by(spark, slide, variant):
     """GROUP BY splits each extent; a window defined by a tuple of one group holds rows of
@@ -113,6 +114,7 @@ def test_timestamps_stay_timestamps_on_a_stream_over_many_partitions(spark):
     assert len(expected) == len({r["ts"] for r in rows})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slide, variant", VARIANTS[1:])
 def test_shuffled_arrival_gives_the_sorted_result(spark, slide, variant):
     """The physical order never matters; for FCU (rank) not even the arrival order
@@ -145,6 +147,7 @@ def test_where_filters_inside_extents_of_the_whole_streams_windows(spark):
     assert_rows(spark, actual, expected)
 
 
+@pytest.mark.slow
 def test_spark_sql_reference_and_other_aggregates(spark):
     """The range-join formulation gives the bins' results; it also serves aggregates the
     bins do not hold (count(DISTINCT ...)) and non-numeric min/max."""
@@ -296,6 +299,7 @@ def test_bins_purge_at_a_long_bound_beyond_2_53_keeps_the_window_at_the_bound():
     assert bins.at(a[1:])["n"].tolist() == [1]
 
 
+@pytest.mark.slow
 def test_long_keys_past_2_53_stay_apart_beside_a_null_key(spark):
     """GROUP BY keys ``2**53`` and ``2**53 + 1`` (one double) with a NULL key in the chunk: two
     keys in the query, and in replay a punctuation on ``2**53`` (beside a NULL wildcard) closes

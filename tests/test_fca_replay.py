@@ -245,6 +245,7 @@ def test_exact_source_punctuations_give_the_query_with_nothing_late(spark, varia
     check(spark, rows, variant, replay, expected, late)
 
 
+@pytest.mark.slow
 def test_without_punctuations_everything_closes_at_the_end(spark):
     rows = stream(seed=7)
     register(spark, rows)
@@ -293,6 +294,7 @@ _NEAR_2_53 = [(-2, 927, None), (-1, 927, None), (1, 928, None), (3, 929, None), 
               (72, 1048, 134.69), (73, 1049, None)]
 
 
+@pytest.mark.slow
 def test_exact_punctuations_on_longs_beyond_2_53_give_the_query(spark):
     """Row 61 (x = ...043, odd: a double rounds it to ...044) arrives just before the punctuation
     whose bound is its own x: the purge below that bound keeps its window."""

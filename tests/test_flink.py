@@ -65,6 +65,7 @@ def tagged_windows(spark, d, how):
             for w in sorted({w for r in tags for w in range(r.wid_lo, r.wid_hi + 1)})}
 
 
+@pytest.mark.slow
 def test_several_count_evictions_keep_their_own_counters(spark):
     """Seed 001, C.1 (Listing 16), items 1..10 (v = row_num), count TPs every 2 and every 3, count
     EPs (max 2, delete 2) and (max 3, delete 3). By hand, 0-based arrival j of item j+1:

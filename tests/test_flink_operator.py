@@ -98,6 +98,7 @@ def test_tumbling_event_time_windows_reduce(spark):
     assert rep.outputs() == sorted([("key1", 3, 2999), ("key2", 3, 2999), ("key2", 2, 5999)])
 
 
+@pytest.mark.slow
 def test_session_windows_with_count_trigger(spark):
     """WindowOperatorTest.testSessionWindowsWithCountTrigger: EventTimeSessionWindows.withGap(3 s),
     PurgingTrigger.of(CountTrigger.of(4)), no watermark. key1's two sessions (counts 3 and 3)
@@ -588,6 +589,7 @@ def test_the_query_of_columns_equals_the_scan(spark, op):
     assert tags[0] == tags[1] and tags[0]
 
 
+@pytest.mark.slow
 def test_timestamps_microseconds_and_a_null_time(spark):
     """On a timestamp attribute the operator's numbers are seconds: tumbling windows of 0.5 s over
     microsecond timestamps, on both paths (the query's columns, replay's scan), bounds as

@@ -82,6 +82,7 @@ def collect(rep):
     return results, {(r.row_num, r.wid) for r in rep.late.collect()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lateness", [0, 4, 7])
 def test_revisions_match_the_simulator_and_conserve(spark, lateness):
     rows, puncts, punctuation = stream(spark, 5)
@@ -101,6 +102,7 @@ def test_revisions_match_the_simulator_and_conserve(spark, lateness):
     assert {key: last.get(key, 0) + lost[key] for key in exact} == exact
 
 
+@pytest.mark.slow
 def test_default_is_todays_output(spark):
     _, _, punctuation = stream(spark, 6)
     today = wid.replay(spark, QUERY, punctuation=punctuation)
@@ -201,6 +203,7 @@ def fca_stream(spark, seed):
     return rows, puncts, frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every, mode", [(1, "generous"), (3, "consistent")])
 def test_slide_by_tuple_revisions_match_the_simulator_and_conserve(spark, every, mode):
     lateness = 3

@@ -12,6 +12,7 @@ from collections import Counter
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType, StructField, StructType
@@ -101,6 +102,7 @@ def _after_ties(order: list[tuple], cut: int) -> int:
 @settings(max_examples=max(120, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
 @given(st.lists(tuple_, min_size=1, max_size=30), st.lists(punctuation, max_size=10), cuts,
        st.sampled_from(["FCA", "FCB"]), st.booleans(), st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_any_split_into_batches_emits_what_the_streaming_bins_emit(draws, punctuations, cuts, variant, consistent,
                                                                      rnd):
     """Tuples in any order of ``a`` (repeats, negatives), punctuations that tuples violate, on a

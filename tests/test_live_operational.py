@@ -99,6 +99,7 @@ def expected(windows: list, fired: dict) -> dict:
     return {(key, wid): (sorted(r["row_num"] for r in content), fired[(key, wid)]) for key, wid, content in windows}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(clause=st.sampled_from(CLAUSES), rows=streams(), data=st.data())
 def test_spl_scanned_a_batch_at_a_time_emits_the_simulators_windows(clause, rows, data):
@@ -107,6 +108,7 @@ def test_spl_scanned_a_batch_at_a_time_emits_the_simulators_windows(clause, rows
     assert live_windows(spl(clause), rows, cuts) == expected(simulate(rows, parse_spl(clause), fired), fired)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(d=st.sampled_from(DISCRETIZATIONS), rows=streams(1), data=st.data())  # the simulator needs a row
 def test_flink_scanned_a_batch_at_a_time_emits_the_simulators_windows(d, rows, data):

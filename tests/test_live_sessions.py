@@ -167,6 +167,7 @@ def assert_simulated(got: tuple[dict, list], expected: tuple[dict, list]) -> Non
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
 @given(stream, cuts, gaps, pace, st.booleans(), st.randoms(use_true_random=False),
        st.sampled_from([0, 2**62 + 1]))  # row_nums far from 0 too (a nanosecond clock: past 2**53)
+@pytest.mark.slow
 def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, cuts, gap, step, doubles, rnd, base):
     if doubles:  # double keys: a NULL one is NaN in a batch's frame, None once read back from state
         draws = [(d[0], DOUBLE_KEYS[d[1]], *d[2:]) for d in draws]
@@ -184,6 +185,7 @@ def test_any_split_into_batches_emits_the_sessions_the_simulation_emits(draws, c
 @settings(max_examples=max(150, settings.default.max_examples))
 @given(st.lists(st.tuples(st.sampled_from("ttp"), st.sampled_from(KEYS), st.integers(-24, 24), value), min_size=1,
                 max_size=40), cuts, st.booleans(), st.sampled_from([2, 4, 5]))
+@pytest.mark.slow
 def test_touching_sessions_and_bounds_at_their_ends_as_the_simulation(draws, cuts, whole, gap):
     """On a grid (longs, or doubles in quarters: exact), so that a tuple often lies exactly ``g``
     after another (it joins its session, also when it bridges two) and a bound exactly at a
@@ -202,6 +204,7 @@ slack = st.sampled_from([0, 1, 2, 5, 9])  # a punctuation's bound behind the lat
 @given(st.lists(st.one_of(tuple_, tuple_, st.tuples(st.just("p"), st.sampled_from(KEYS), slack)), min_size=1,
                 max_size=60), cuts, st.sampled_from([1, 3, 7]), st.sampled_from([1, 2, 4]), st.booleans(),
        st.randoms(use_true_random=False))
+@pytest.mark.slow
 def test_in_order_streams_emit_the_sessions_the_simulation_emits(draws, cuts, gap, step, whole, rnd):
     """Tuples in ``x`` order per key, on time (every bound at most the ``x`` of the tuples after
     it): sessions form at gaps of more than ``g`` (a gap of exactly ``g`` joins: ``step = g``)

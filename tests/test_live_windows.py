@@ -124,6 +124,7 @@ def run_live(events: list[dict], cuts: list[float], consistent: bool) -> tuple[d
 @settings(max_examples=max(150, settings.default.max_examples))  # pandas only: fast, so more than the CI profile
 @given(stream, cuts, st.booleans(), st.randoms(use_true_random=False), st.sampled_from([0, -2**40, 2**62 + 1]),
        st.sampled_from([0, 2**53 + 1, 2**61]))
+@pytest.mark.slow
 def test_any_split_into_batches_emits_what_the_simulation_emits(draws, cuts, consistent, rnd, base, ids):
     """``base``: row_nums far from 0, as a nanosecond arrival clock gives; ``ids``: window-ids far
     from 0 (slide 1 on longs); past 2**53 no double holds them."""

@@ -168,6 +168,7 @@ def test_renamed_columns_keep_clear_of_the_views_own_and_of_case(spark, views):
                 assert _differing(run(plain), got.toDF(*[{"seg.id": "k"}.get(c, c) for c in got.columns])) == 0, text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["sliding", "rows_pattr", "spl_count"])
 def test_a_space_in_a_key_is_part_of_its_name(spark, views, kind):
     """GROUP BY (or PATTR, or ``partitioned BY``) ```k k``` over a view that also has ``kk``

@@ -36,6 +36,11 @@ import wid
 from tests.oracle import SlideByTuple, evaluate
 from tests.strategies import Case, cases, issue_11_reproduction
 
+import pytest
+
+# Each property runs Spark jobs for every example: the slow tier (CI runs it).
+pytestmark = pytest.mark.slow
+
 #: 2**-52: twice the unit roundoff of a double.
 EPS = Fraction(1, 2**52)
 

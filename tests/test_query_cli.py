@@ -208,6 +208,7 @@ def test_a_null_window_attribute_is_one_line(spark, tmp_path, capsys):
     assert len(err.splitlines()) == 1 and err.startswith("wid: ") and "'ts'" in err and "wid_" not in err
 
 
+@pytest.mark.slow
 def test_replay_with_embedded_punctuations_from_a_file_equals_the_api(spark, tmp_path, capsys):
     rows = events(40, seed=5)
     with (tmp_path / "events.csv").open("w", newline="") as f:  # a source that has its own arrival order

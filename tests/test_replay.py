@@ -110,6 +110,7 @@ def conserved(rows, results, late) -> None:
     assert total == exact(rows)
 
 
+@pytest.mark.slow
 def test_exact_source_punctuations_give_the_query_result_and_nothing_late(spark, rows):
     puncts = [(r, b) for r, _, b in suffix_min_punctuations(rows)]
     frame = spark.createDataFrame(puncts, "row_num long, x double")
@@ -121,6 +122,7 @@ def test_exact_source_punctuations_give_the_query_result_and_nothing_late(spark,
                        ignore_column_order=True, ignore_nullable=True)
 
 
+@pytest.mark.slow
 def test_per_key_embedded_punctuations_match_the_simulation(spark, rows):
     rnd = random.Random(3)
     puncts = [p for key in "ab" for p in suffix_min_punctuations(rows, key)]
@@ -142,6 +144,7 @@ def slack_runs(spark, rows):
     return {mode: run(spark, punctuate.slack(SLACK, mode=mode)) for mode in ("generous", "consistent")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["generous", "consistent"])
 def test_value_slack_matches_the_simulation(rows, slack_runs, mode):
     seen, puncts = -math.inf, []
@@ -158,6 +161,7 @@ def test_consistent_slack_drops_at_least_as_much_as_generous(slack_runs):
     assert set(generous) <= set(consistent) and sum(consistent.values()) > sum(generous.values())
 
 
+@pytest.mark.slow
 def test_more_slack_never_emits_an_extent_earlier(spark, slack_runs):
     less, more = slack_runs["generous"][0], run(spark, punctuate.slack(2 * SLACK))[0]
     compared = 0
@@ -168,6 +172,7 @@ def test_more_slack_never_emits_an_extent_earlier(spark, slack_runs):
     assert compared  # some extents are emitted strictly later
 
 
+@pytest.mark.slow
 def test_tuple_count_slack_matches_the_simulation(spark, rows):
     n, seen, puncts = 6, -math.inf, []
     for r in rows:
@@ -194,6 +199,7 @@ def test_ordered_by_matches_the_simulation(spark, rows):
     conserved(rows, results, late)
 
 
+@pytest.mark.slow
 def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
     from wid.datasets.traffic import traffic
 
@@ -214,6 +220,7 @@ def test_timestamp_windows_with_heartbeats_conserve_counts(spark):
     assert rep.late.count() > 0  # arrival lags ts by 0.05-0.25 s, more than the zero skew
 
 
+@pytest.mark.slow
 def test_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
     text = "SELECT count(*) AS n FROM s [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]"
     rep = wid.replay(spark, text)
@@ -224,6 +231,7 @@ def test_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
     assert got == want and rep.late.count() == 0
 
 
+@pytest.mark.slow
 def test_landmark_rows_windows_close_on_arrival_and_nothing_is_late(spark, rows):
     """``[RANGE UNBOUNDED SLIDE 3 ROWS]``: window w holds positions 0 .. 3w+2 and closes on the
     arrival of position 3w+2 (row_num 2x); the last, open one at the end of the stream."""

@@ -266,6 +266,7 @@ draw = st.tuples(st.sampled_from("tttp"), st.sampled_from(["a", "b", "c", None])
                  st.sampled_from([0, 0, 0.01, 0.37, 1.25, 2.5, 4.99]), st.sampled_from([0, 0, 0, 0.5, 2.5, 3.07, 9.5]))
 
 
+@pytest.mark.slow
 @given(st.lists(draw, min_size=1, max_size=40), st.sampled_from([0, 1.25, 4]))
 def test_replay_follows_flinks_merging_windows_with_cleanup(spark, draws, lateness):
     """Any realistic stream, gap 2.5 (a tuple often exactly at a session's end, a bound exactly

@@ -214,6 +214,7 @@ def test_allowed_lateness_extends_and_merges_emitted_sessions(spark):
     assert (results, late) == simulate_lateness(rows, puncts, Fraction(3), Fraction(7))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lateness", [0, 4])
 def test_allowed_lateness_matches_the_simulator_and_conserves(spark, lateness):
     """A stream (seed 24) where L = 4 gives revisions on arrival and at punctuations, a retired
@@ -246,6 +247,7 @@ element = st.tuples(st.sampled_from("ttp"), st.sampled_from(["a", "b", None]), s
                     st.integers(1, 9))
 
 
+@pytest.mark.slow
 @given(st.lists(element, min_size=1, max_size=30), st.sampled_from([0, 0.5]))
 def test_touching_sessions_match_the_simulator(spark, draws, lateness):
     """Any order, punctuations on one key or all: replay (with allowed lateness 0 or 0.5) is

@@ -63,6 +63,7 @@ def test_matches_sparks_session_window(spark):
     assert all([w for _, w in sorted(v)] == list(range(len(v))) for v in ids.values())  # per key, in order
 
 
+@pytest.mark.slow
 def test_a_tuple_exactly_g_after_the_last_joins_its_session(spark):
     """docs/semantics.md 3.10: the next tuple joins iff ``a <= previous a + g``: sessions that
     touch merge, as in Spark's ``session_window``. Microsecond timestamps on a 10 s grid, some
@@ -220,6 +221,7 @@ def _check_against_oracle(spark, rows, schema, gap, clause, keys=("k",), sql=Fal
 grid = st.tuples(st.sampled_from("ab"), st.integers(-12, 12), st.sampled_from([0, 0, 0, 1, -1]), st.integers(0, 9))
 
 
+@pytest.mark.slow
 @given(st.lists(grid, min_size=1, max_size=30), st.sampled_from(["timestamp", "double", "decimal(6,2)"]))
 def test_touching_sessions_as_the_oracle(spark, draws, kind):
     """``[SESSION g WATTR x]`` by the query and by its SQL text against the oracle (cut where

@@ -178,6 +178,7 @@ def test_partition_count_evicts_the_least_recently_inserted(spark):
     assert got[("a", 0)] == [1] and got[("b", 0)] == [2] and got[("b", 1)] == [4] and got[("b", 2)] == [4, 5]
 
 
+@pytest.mark.slow
 def test_paths(spark):
     stream(spark, [{"row_num": i, "v": float(i // 2)} for i in range(5)])  # v non-decreasing, with ties
     source = spark.table("s")

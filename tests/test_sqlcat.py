@@ -83,6 +83,7 @@ def random_query(rng: random.Random, view: str, kind: int | None = None) -> str:
             f"{' GROUP BY k' if grouped else ''}{having}")
 
 
+@pytest.mark.slow
 def test_to_sql_equals_query_on_random_queries_and_streams(spark):
     rng = random.Random(13)
     for case in range(9):  # every window kind once
@@ -111,6 +112,7 @@ def test_sessions_in_sql_equal_sparks_session_window(spark):
         assert rows(compiled.drop("wid")) == rows(ours.drop("wid")) == rows(theirs)
 
 
+@pytest.mark.slow
 def test_quoted_unicode_and_hostile_names_compile_and_inject_nothing(spark):
     """Back-quoted stream and column names (spaces, unicode, a back quote and SQL after it)
     compile to the same rows as ``wid.query``; nothing in a name runs as SQL."""
@@ -187,6 +189,7 @@ def random_discretization(rng: random.Random) -> Discretization:
     return Discretization([trigger], evictions, per_group)
 
 
+@pytest.mark.slow
 def test_spl_and_flink_columns_paths_in_sql_equal_the_simulators(spark):
     """SPL windows of count, time and punct policies and Flink discretizations on the ``columns``
     path: ``spark.sql(to_sql(q))`` has ``wid.query``'s columns and types and the windows of the

@@ -57,6 +57,7 @@ def test_sessions_on_a_wall_clock_are_sparks_session_window(spark, new_york, com
     assert got == {(r.k, r.s.start, r.s.end, r.n, r.total) for r in theirs.collect()} and len(got) > 6
 
 
+@pytest.mark.slow
 def test_timestamp_bounds_and_clocks_read_on_a_wall_clock(spark, new_york):
     """Readings at 10:00, 10:01, 10:20, 10:21 (wall clock, TIMESTAMP_NTZ) arriving a second later
     (TIMESTAMP, New York time): a TIMESTAMP punctuation at 10:05 New York time closes only

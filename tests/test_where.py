@@ -59,6 +59,7 @@ def test_a_tuple_where_drops_never_fails_the_query(spark, readings, window, cond
     assert late <= {t["row_num"] for t in readings if t["v"] > 0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", WINDOWS)
 def test_a_null_attribute_where_keeps_still_fails(spark, readings, window):
     """``WHERE v >= 0`` keeps the NULL reading (row 1): the query, its SQL text and its replay fail
