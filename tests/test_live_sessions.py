@@ -247,7 +247,7 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
         last = x0 - data.draw(st.integers(0, 12)) * unit
         sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100]))
         if data.draw(st.booleans()):
-            older = sessions[0][0] - gap - data.draw(st.integers(0, 5)) * unit
+            older = sessions[0][0] - gap - data.draw(st.integers(1, 6)) * unit  # kept sessions never touch
             sessions.insert(0, (older - unit, older, [101]))
     before = sessions[0][1] if sessions and data.draw(st.booleans()) else None
     peaks, events = [], []
