@@ -154,7 +154,8 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     """The key's batch at once (module doc), or None (nothing done) unless its tuples come in
     order and on time: tuple ``j`` of the batch (``j`` in ``js``, member ``opened + j``) at
     ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key.
-    Returns what the sessions emitted; ``scan`` keeps the open ones and the next id.
+    Returns what the sessions emitted; ``scan`` keeps the open ones and the next id. None too
+    with a gap per tuple (``scan.gap`` None): the caller's exact step per tuple takes it.
 
     Gap 2: 1 and 2 (at rows 1 and 2) form a session ending at 4, emitted at row 4 (bound 5, not
     at row 3: bound 4 does not pass it); 5 opens the next, which 7 (= 5 + 2, row 6) joins:
@@ -167,6 +168,8 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id
     ([(5, 7, [3, 2])], 1)
     """
+    if scan.gap is None:
+        return None
     whole = _whole(scan, xs, peaks)
     kind = "int64" if whole else object
     xs, gap = xs.astype(kind), scan.gap
