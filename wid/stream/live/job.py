@@ -148,6 +148,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         aggregates += [Aggregate("_wid_start", "min", formed[1]), Aggregate("_wid_last", "max", formed[1])]
         tagged = tagged.where(column(KEPT)).drop(KEPT)
         if formed[2] is not None:  # and its end, the largest of its tuples' (their gaps checked after WHERE)
+            compiled = replace(compiled, tagged=compiled.tagged.withColumn(REACH, formed[2]))  # the state's types
             tagged = tagged.withColumn(REACH, formed[2])
             aggregates.append(Aggregate("_wid_reach", "max", REACH))
             formed = (None, formed[1], REACH)
