@@ -319,9 +319,9 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
     Row(wid_x=86400000000, wid_lo=None, wid_hi=None)
-    >>> live_bucket(days, Session("row_num * 0.5", "day")).columns
+    >>> live_bucket(days, Session("row_num * 0.5e0", "day")).columns
     Traceback (most recent call last):
-    wid.errors.WidError: SESSION gap row_num * 0.5 is a double, not an integer or decimal (CAST it AS DECIMAL(p, s) for exact session ends)
+    wid.errors.WidError: SESSION gap row_num * 0.5e0 is a double, not an integer or decimal (CAST it AS DECIMAL(p, s) for exact session ends)
     """
     if spec.dynamic:
         gap_type(df, spec)
