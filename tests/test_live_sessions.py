@@ -249,9 +249,15 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
     the same members emitted in the same order (double sums depend on it), ids, ``emit_row``,
     open sessions and next id; with ties, an open session before the batch that its first
     tuples join, an older one left open, one or two punctuation lists (keyed and wildcard),
-    long ``x`` near both ends of int64 and Fraction ``x``."""
-    whole = data.draw(st.booleans())
-    gap = data.draw(st.sampled_from([1, 3, 7] if whole else [Fraction(1, 2), Fraction(3), Fraction(7, 4)]))
+    long ``x`` near both ends of int64 and Fraction ``x``; a constant gap or one per tuple (the
+    sessions' ends, ``reach``, the same too)."""
+    whole, dynamic = data.draw(st.booleans()), data.draw(st.booleans())
+    choices = [1, 3, 7] if whole else [Fraction(1, 2), Fraction(3), Fraction(7, 4)]
+    gap = data.draw(st.sampled_from(choices))
+
+    def own() -> int | Fraction:  # a tuple's or a session's gap
+        return data.draw(st.sampled_from(choices)) if dynamic else gap
+
     unit = 1 if whole else Fraction(1, 4)
     xs = list(accumulate((d * unit for d in data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=25))),
                          initial=data.draw(st.integers(-20, 20)) * unit))[1:]  # in order, ties
@@ -260,36 +266,41 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
         shift = {None: 0, "top": 2**63 - 1 - data.draw(st.integers(0, 8)) - xs[-1],
                  "bottom": -(2**63) + data.draw(st.integers(0, 8)) - xs[0]}[end]
         xs = [x + shift for x in xs]
-    x0 = xs[0]
+    x0, gaps = xs[0], [own() for _ in xs]
     rows = [2 * i for i in range(len(xs))]
     sessions = []  # open before the batch: a tail the first tuples may join, an older one left open
     if data.draw(st.booleans()):
         last = x0 - data.draw(st.integers(0, 12)) * unit
-        sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100]))
+        sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100], last + own()))
         if data.draw(st.booleans()):
-            older = sessions[0][0] - gap - data.draw(st.integers(1, 6)) * unit  # kept sessions never touch
-            sessions.insert(0, (older - unit, older, [101]))
+            g = own()
+            older = sessions[0][0] - g - data.draw(st.integers(1, 6)) * unit  # kept sessions never touch
+            sessions.insert(0, (older - unit, older, [101], older + g))
     before = sessions[0][1] if sessions and data.draw(st.booleans()) else None
     peaks, events = [], []
     for _ in range(data.draw(st.integers(1, 2))):
         marks = sorted(set(data.draw(st.lists(st.integers(-1, 2 * len(xs) + 1), max_size=12))))
-        bounds = [min([x for r, x in zip(rows, xs) if r > row] or [xs[-1] + 3 * gap])
+        bounds = [min([x for r, x in zip(rows, xs) if r > row] or [xs[-1] + 3 * max(choices)])
                   - data.draw(st.integers(0, 12)) * unit for row in marks]  # at most the next tuple's x
         if marks:
             peaks.append(Peaks.running(np.array(marks), numbers(bounds)))
             events += [(row, 1, b) for row, b in zip(marks, bounds)]
 
     def scan() -> KeySessions:
-        return KeySessions(gap, bound=before, sessions=[KeySession(a, b, list(m)) for a, b, m in sessions], next_id=5)
+        return KeySessions(None if dynamic else gap, bound=before, next_id=5, sessions=[
+            KeySession(a, b, list(m), reach=r if dynamic else None) for a, b, m, r in sessions])
 
     fast, slow = scan(), scan()
-    emitted = advance_in_order(fast, np.array(rows), numbers(xs), np.arange(len(xs)), peaks, opened=3)
+    reaches = numbers([x + g for x, g in zip(xs, gaps)]) if dynamic else None
+    emitted = advance_in_order(fast, np.array(rows), numbers(xs), np.arange(len(xs)), peaks, opened=3,
+                               reaches=reaches)
     assert emitted is not None
     for row, kind, value in sorted(events + [(r, 0, j) for j, r in enumerate(rows)]):
-        slow.punctuate(row, value) if kind else slow.arrive(value, xs[value], 3 + value)
+        slow.punctuate(row, value) if kind else slow.arrive(value, xs[value], 3 + value,
+                                                             gaps[value] if dynamic else None)
     assert list(zip(*(a.tolist() for a in emitted))) == [(m, w, row) for m, w, _, row in slow.members]
-    assert {(s.start, s.last, tuple(s.members)) for s in fast.open} == {
-        (s.start, s.last, tuple(s.members)) for s in slow.open}
+    assert {(s.start, s.last, s.reach, tuple(s.members)) for s in fast.open} == {
+        (s.start, s.last, s.reach, tuple(s.members)) for s in slow.open}
     assert fast.next_id == slow.next_id
 
 

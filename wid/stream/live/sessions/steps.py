@@ -31,10 +31,10 @@ _SESSION = "_wid_session"
 
 
 def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
-                 opened: int, gaps: np.ndarray | None) -> Emitted | None:
+                 opened: int, reaches: np.ndarray | None) -> Emitted | None:
     """One key's batch: its tuples (``row_num`` s ``rows`` at ``xs``, tuple ``j`` of the batch
     for ``j`` in ``js``, member ``opened + j``: its partials follow the ``opened`` open
-    sessions'; ``gaps``: each one's own gap, None: the constant one) in arrival order, and between them the punctuations binding it, each open
+    sessions'; ``reaches``: each one's own end ``x + h``, None: a constant gap) in arrival order, and between them the punctuations binding it, each open
     session emitted at the first that passes its end (in ``row_num`` order, as
     :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
     (:func:`wid.stream.live.sessions.runs.advance_in_order`): it returns their emissions, the others are in
@@ -51,14 +51,15 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
             first = min(row for end in ends for p in peaks if (row := p.passing(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
-    fast = advance_in_order(scan, rows, xs, js, peaks, opened)
+    fast = advance_in_order(scan, rows, xs, js, peaks, opened, reaches)
     if fast is None:
-        for row, x, j, g in zip(rows.tolist(), xs.tolist(), js.tolist(), [None] * len(xs) if gaps is None else gaps):
+        ends = [None] * len(xs) if reaches is None else reaches.tolist()
+        for row, x, j, end in zip(rows.tolist(), xs.tolist(), js.tolist(), ends):
             reached = bound(row)
             emit(reached)
             if reached is not None:
                 scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
-            scan.arrive(j, x, opened + j, g)  # late: keyed by j
+            scan.arrive(j, x, opened + j, None if end is None else end - x)  # late: keyed by j
         emit(bound(None))
     return fast
 
@@ -99,14 +100,14 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
     owner, xs, scans, key_peaks = key_scans(tuples, punctuations, replace(state, opened=opened), layout)
     order = np.argsort(owner, kind="stable")  # by key, in arrival order
-    gaps = None if layout.reach is None else (exact_values(tuples[layout.reach]) - xs)[order]
+    reaches = None if layout.reach is None else exact_values(tuples[layout.reach])[order]
     rows, xs = tuples["row_num"].to_numpy("int64")[order], xs[order]
     cuts = np.searchsorted(owner[order], np.arange(len(scans) + 1))
     fast: list[Emitted] = []
     for k, (scan, peaks) in enumerate(zip(scans, key_peaks)):
         mine = slice(cuts[k], cuts[k + 1])
         if (emitted := _advance_key(scan, rows[mine], xs[mine], order[mine], peaks, len(opened),
-                                    None if gaps is None else gaps[mine].tolist())) is not None:
+                                    None if reaches is None else reaches[mine])) is not None:
             fast.append(emitted)
         if end:
             scan.punctuate(None, None)
