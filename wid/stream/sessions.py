@@ -160,6 +160,15 @@ class KeySessions:
         done = [s for s in self.open if row is None or self._passed(self.end(s))]
         for session in sorted(done, key=lambda s: s.start):
             self._emit(session, row)
+        self.forget()
+
+    def forget(self) -> None:
+        """Forget the closed sessions past cleanup: the bound passes their end + ``L``.
+
+        >>> key = KeySessions(2, 1, bound=6, sessions=[KeySession(1, 2, wid=0, revision=0, closed=True)])
+        >>> key.forget(); key.sessions
+        []
+        """
         kept = [s for s in self.sessions if not (s.closed and self._passed(self.end(s) + self.lateness))]
         if len(kept) < len(self.sessions):
             self.sessions, self.starts = kept, [s.start for s in kept]

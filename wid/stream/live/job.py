@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
 
 from wid.aggregate.partials import Aggregate
-from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X
+from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, numeric_value
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.compiler.query import unresolved
@@ -61,7 +61,7 @@ from wid.stream.live.sessions.state import SessionProcessor
 from wid.stream.live.state import KEPT, PaneProcessor
 from wid.stream.live.panes import partial_names
 from wid.stream.punctuation import Generator, Marks, checked, generator
-from wid.windows.numbers import positive_whole
+from wid.windows.numbers import Number, exact, non_negative, positive_whole
 from wid.windows.sqlexpr import column, column_name
 from wid.compiler.text import WindowQuery
 
@@ -77,13 +77,16 @@ def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column
 
 
 def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: Generator | None = None,
-         *, buckets: int = 2, window: WindowSpec | None = None) -> Live:
+         *, buckets: int = 2, window: WindowSpec | None = None, allowed_lateness: Number = 0) -> Live:
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
     hash buckets of the grouping keys (keys of the pane state), each on a state partition and a
     core of its own when the query first starts with ``spark.sql.shuffle.partitions = buckets``
     (:func:`wid.stream.live.run.start` sees to it; slide-by-tuple windows: one bucket); ``window``
     replaces the query's window clause, as in :func:`wid.replay` (a
-    :class:`wid.windows.flink.Discretization` for ``[flink]``). A session whose
+    :class:`wid.windows.flink.Discretization` for ``[flink]``); ``allowed_lateness`` (session
+    windows; window-attribute units, seconds for timestamps): replay's, an emitted session kept
+    until the bound passes its end + ``allowed_lateness`` and revised by the tuples that touch it
+    (:mod:`wid.stream.live.sessions.steps`). A session whose
     ``spark.sql.streaming.stateStore.providerClass`` is unset gets the RocksDB state store.
 
     The view ``readings`` of :func:`wid.query`'s example in two files (one micro-batch each) and the end
@@ -114,6 +117,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
                        "they are streamed, e.g. with wid.arrival(df, by=...) (in a plan: arrival in [input])")
     generator(punctuation)
     positive_whole("buckets", buckets)
+    non_negative("allowed_lateness", allowed_lateness)
     ending = END_COLUMN in stream.columns
     tuples = stream.where(~F.coalesce(column(END_COLUMN), F.lit(False))).drop(END_COLUMN) if ending else stream
     compiled = compiled_live(spark, query_text, tuples, window)
@@ -140,6 +144,14 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     tagged = compiled.tagged
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
     formed = sessions(compiled.spec, tagged)  # (gap, x, each tuple's end: a gap per tuple)
+    lateness = None
+    if allowed_lateness:
+        if formed is None:
+            raise WidError(f"allowed lateness in live mode is for session windows, not "
+                           f"{type(compiled.spec).__name__} windows: wid.replay takes it (allowed_lateness=...)")
+        spec = compiled.spec
+        lateness = exact(allowed_lateness) * numeric_value(column(spec.wattr), attribute_type(tagged, spec.wattr),
+                                                           spec.wattr)[1]
     own = live_step(compiled.spec, compiled)  # slide-by-tuple windows: replay's scan, in one bucket
     if own is not None:
         buckets = 1
@@ -206,7 +218,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None, formed, closed_type,
-                     tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags)
+                     tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags, lateness)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
     elements, names = PlainNames.of(_union(parts))
     packed = elements.mapInArrow(names.batches(partial(pack, buckets=buckets, spread=spread)),

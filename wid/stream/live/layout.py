@@ -11,8 +11,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, IntegerType, LongType, StringType, StructField, StructType
 
 from wid.aggregate.partials import Aggregate
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler.query import CompiledQuery
+from wid.stream.live.sessions.scans import KEPT
 from wid.stream.live.windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
 from wid.windows.sqlexpr import column, columns
@@ -47,11 +48,13 @@ def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
 def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks,
               payload: list[str], consistent: bool, on_all: bool, tagger: Tagger | None,
               sessions: tuple[Fraction | None, str, str | None] | None, closed_type: DataType, wid_type: DataType = LongType(),
-              present: dict[str, str] | None = None) -> Layout:
+              present: dict[str, str] | None = None, lateness: Fraction | None = None) -> Layout:
     """The stateful step's view of the query (:class:`wid.stream.live.state.PaneProcessor`);
     state and output types as Spark's own (sessions: a pane is a key's open session; ``wid_type``:
     the output window-id's, ``wid_x``'s for slide-by-tuple windows; ``present``: as
-    :attr:`Bounds.present`; ``sessions``: :attr:`Layout.gap`, :attr:`~Layout.x`, :attr:`~Layout.reach`).
+    :attr:`Bounds.present`; ``sessions``: :attr:`Layout.gap`, :attr:`~Layout.x`, :attr:`~Layout.reach`;
+    ``lateness``: :attr:`Layout.lateness`, a session's state then keeps its id and revision and
+    results their ``revision``).
 
     >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, avg(v) AS m FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k")
@@ -71,10 +74,13 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     partials = tagged.groupBy(*columns(keys), WID_LO, WID_HI).agg(
         *[F.expr(sql).alias(name) for i, a in enumerate(aggregates) for name, sql in a.partials(i, types.get(a.arg))])
     parts = partials.schema.fields[len(keys) + 2:]
-    panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts])
+    revised = lateness is not None
+    panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts,
+                                                                 *(KEPT if revised else ())])
     output = StructType([StructField("kind", StringType()), *typed(tagged.schema, payload),
                          *typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, wid_type),
-                         StructField(EMIT_ROW, LongType()), *parts])
+                         StructField(EMIT_ROW, LongType()), *([StructField(REVISION, LongType())] if revised else []),
+                         *parts])
     closed = StructType([StructField(SHAPE, IntegerType()), *typed(tagged.schema, list(pattern)),
                          StructField(WID_CLOSED, closed_type)])
     bounds = Bounds(tuple(pattern), tuple(shapes), given.wildcard if given is not None else marks.wildcard,
@@ -82,5 +88,5 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     return Layout(tuple(keys), bounds, tuple(payload), tuple(aggregates),
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,
-                  tagger=tagger, open=compiled.spec.open_end, **({} if sessions is None else
-                                                                 dict(zip(("gap", "x", "reach"), sessions))))
+                  tagger=tagger, open=compiled.spec.open_end, lateness=lateness,
+                  **({} if sessions is None else dict(zip(("gap", "x", "reach"), sessions))))

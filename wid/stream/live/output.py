@@ -21,7 +21,7 @@ from wid.windows.sqlexpr import column
 class Live:
     """``frame``: ``kind`` ('result' | 'late') with the columns of replay's ``results`` and
     ``late``; ``results`` and ``late``: the two kinds with exactly replay's columns (``revision``
-    always 0: live mode has no allowed lateness). All three are views of one streaming plan:
+    0 but for sessions under allowed lateness). All three are views of one streaming plan:
     start ``frame`` (:func:`wid.stream.live.run.start`: its stateful step gets one partition
     per bucket of ``buckets``) to run it once.
 
@@ -74,12 +74,14 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     columns = {name: e if name in same or name.lower() not in streamed
                else F.when(is_result, e).otherwise(column(streamed[name.lower()])) for name, e in named.items()}
     columns[EMIT_ROW] = column(EMIT_ROW)
-    columns[REVISION] = F.when(is_result, F.lit(0)).cast("long")  # no allowed lateness: first emissions only
+    revised = REVISION in out.columns  # sessions under allowed lateness; else first emissions only
+    columns[REVISION] = F.when(is_result, column(REVISION) if revised else F.lit(0)).cast("long")
     for c in [*payload, WID]:
         if c.lower() not in {name.lower() for name in columns}:
             columns[c] = column(c)
     types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
     out = out.select("kind", *map(column, [*payload, *[k for k in keys if k not in payload]]), WID, EMIT_ROW,
+                     *[REVISION] * revised,
                      *[e.alias(name) for name, e in extents.items()],
                      *[fold(a, _final(a, i, types.get(a.arg)), types.get(a.arg)).alias(a.alias)
                        for i, a in enumerate(compiled.aggregates)])

@@ -164,7 +164,8 @@ class Layout:
     gap in the units of their exact ``x`` (column ``x``), and the last two partials are the
     least and largest ``x`` (:mod:`wid.stream.live.sessions.steps`); ``reach`` (sessions with a
     gap per tuple, ``gap`` None): the column of each tuple's own end ``x + g``, and a third
-    last partial, the session's end (the largest of its tuples').
+    last partial, the session's end (the largest of its tuples'); ``lateness`` (sessions): the
+    allowed lateness in ``x`` units, None for 0 (emitted sessions forgotten at once).
 
     >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "k", "v"),
     ...                 (Aggregate("n", "count"), Aggregate("m", "avg", "v")), own=False, on_all=False, shift=0,
@@ -189,6 +190,7 @@ class Layout:
     gap: Fraction | None = None
     x: str = WID_X
     reach: str | None = None
+    lateness: Fraction | None = None
 
     @property
     def partials(self) -> list[str]:

@@ -1,8 +1,10 @@
 """Live mode's session step (:mod:`wid.stream.live.sessions.steps`) reads its state: a bucket's
 sessions between micro-batches (:class:`SessionState`) become one
 :class:`wid.stream.sessions.KeySessions` per key in play, with the bound each key had before
-the batch and the punctuations of the batch binding it (:func:`key_scans`). Only open sessions
-are kept: an emitted one is forgotten (allowed lateness 0).
+the batch and the punctuations of the batch binding it (:func:`key_scans`). Allowed lateness 0
+(``layout.lateness`` None): only open sessions are kept, an emitted one is forgotten. With allowed
+lateness ``L``, every kept session (emitted ones until the bound passes their end + ``L``), each
+with its id, last revision and whether that emission is current (:data:`KEPT`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from pyspark.sql.types import BooleanType, LongType, StructField
 
 from wid.bucket.columns import WID_CLOSED as CLOSED
 from wid.stream.live.arrival import COUNT, aligned, matched, stack
@@ -19,6 +22,10 @@ from wid.stream.live.sessions.runs import Peaks, exact_value, exact_values
 from wid.stream.sessions import KeySession, KeySessions, Number
 
 _KEY, _GROUP = "_wid_key", "_wid_group"
+#: With allowed lateness, a kept session's id (NULL until emitted), last revision (-1 until
+#: emitted) and whether its last emission is current: the state's columns after the partials.
+KEPT = (StructField("_wid_id", LongType()), StructField("_wid_revision", LongType()),
+        StructField("_wid_current", BooleanType()))
 
 
 @dataclass(frozen=True)
@@ -94,17 +101,22 @@ def _scans(present: pd.DataFrame, state: SessionState, layout: Layout) -> list[K
     first, last, *reach = layout.partials[-3:] if layout.reach else layout.partials[-2:]
     if gap is not None and gap.denominator == 1:
         gap = int(gap)  # whole: ints stay ints (fast)
-    ends = state.opened[reach[0]].tolist() if reach else [None] * len(state.opened)
+    opened = state.opened
+    ends = opened[reach[0]].tolist() if reach else [None] * len(opened)
+    ids, revisions, current = ((opened[f.name].tolist() for f in KEPT) if layout.lateness is not None
+                               else ([None] * len(opened), [-1] * len(opened), [False] * len(opened)))
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
-    for i, (k, s, e, r) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
-                                         state.opened[last].tolist(), ends)):
-        sessions[k].append(KeySession(exact_value(s), exact_value(e), [i], reach=None if r is None else exact_value(r)))
+    for i, (k, s, e, r, w, v, c) in enumerate(zip(_keyed(opened, present, keys).tolist(), opened[first].tolist(),
+                                                  opened[last].tolist(), ends, ids, revisions, current)):
+        sessions[k].append(KeySession(exact_value(s), exact_value(e), [i], None if pd.isna(w) else int(w), int(v),
+                                      bool(c), reach=None if r is None else exact_value(r)))
     if keys:
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:
         counts = [int(state.counts[COUNT].sum())] * len(present)
     before = _bounds_before(present, state.bounds, layout)
-    return [KeySessions(gap, bound=b, sessions=s, next_id=n) for b, s, n in zip(before, sessions, counts)]
+    lateness = layout.lateness or 0
+    return [KeySessions(gap, lateness, b, s, n) for b, s, n in zip(before, sessions, counts)]
 
 
 def _peaks(punctuations: pd.DataFrame, present: pd.DataFrame, layout: Layout) -> list[list[Peaks]]:

@@ -1,7 +1,7 @@
 """Steps 3 and 4 of live mode's stateful step (:mod:`wid.stream.live.state`) for session
 windows, per bucket and micro-batch: each key's sessions
-(:class:`wid.stream.sessions.KeySessions`, allowed lateness 0) advanced by the batch's tuples
-and punctuations in arrival order.
+(:class:`wid.stream.sessions.KeySessions`) advanced by the batch's tuples and punctuations in
+arrival order.
 
 The state holds, per key, the *open* sessions with their partials (:mod:`wid.stream.live.panes`;
 the last two are the least and largest ``x``: the session's start and last; with a gap per
@@ -10,6 +10,12 @@ its emitted sessions (its next id). An emitted session is forgotten at once (all
 0: its cleanup time is its end, which the bound has passed), as Flink's merging windows: a
 later tuple touching it opens a session of its own, or is late (no id) when that one would be
 complete already. Nothing per tuple or per emitted session is kept.
+
+With allowed lateness ``L`` (``layout.lateness``) an emitted session is kept, with its id and
+last revision, until the bound passes its end + ``L`` (Flink's cleanup time), as replay keeps
+it: a tuple that touches it revises it (its next ``revision``, ``emit_row`` the tuple, as soon
+as it is complete), a session it merges into another emits an empty last revision, and a tuple
+is late only when the session it would open is past cleanup. The tuples go one at a time.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from wid.bucket.columns import EMIT_ROW, WID
+from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.stream.live.arrival import stack, tally
-from wid.stream.live.sessions.scans import SessionState, key_scans
+from wid.stream.live.sessions.scans import KEPT, SessionState, key_scans
 from wid.stream.live.windows import Layout
 from wid.stream.live.panes import merge, tuple_partials
 from wid.stream.live.sessions.runs import Emitted, Peaks, advance_in_order, exact_values
@@ -51,7 +57,7 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
             first = min(row for end in ends for p in peaks if (row := p.passing(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
-    fast = advance_in_order(scan, rows, xs, js, peaks, opened, reaches)
+    fast = None if scan.lateness else advance_in_order(scan, rows, xs, js, peaks, opened, reaches)
     if fast is None:
         ends = [None] * len(xs) if reaches is None else reaches.tolist()
         for row, x, j, end in zip(rows.tolist(), xs.tolist(), js.tolist(), ends):
@@ -59,7 +65,7 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
             emit(reached)
             if reached is not None:
                 scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
-            scan.arrive(j, x, opened + j, None if end is None else end - x)  # late: keyed by j
+            scan.arrive(row, x, opened + j, None if end is None else end - x)
         emit(bound(None))
     return fast
 
@@ -111,39 +117,71 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
             fast.append(emitted)
         if end:
             scan.punctuate(None, None)
+        scan.forget()  # the state keeps no session past cleanup
     parts = stack([opened[[*keys, *names]], pd.concat(
         [tuples[keys], tuple_partials(tuples, list(layout.aggregates), layout.pane_schema)], axis=1)])
     results = _emitted(scans, fast, parts, layout)
-    after = SessionState(_open(scans, parts, layout), tally(state.counts, results, keys),
+    if layout.lateness is not None:  # a revision, or a retired id's empty one, is no new id
+        results = stack([results, _retired(scans, tuples, layout)])
+        firsts = results[results[REVISION] == 0]
+    else:
+        firsts = results
+    after = SessionState(_open(scans, parts, layout), tally(state.counts, firsts, keys),
                          layout.bounds.after(punctuations, state.bounds))
     return results, _late(scans, tuples, layout), after
 
 
 def _emitted(scans: list[KeySessions], fast: list[Emitted], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
     """Every session emitted (by the scans, and at once: ``fast``): keys, ``wid``, ``emit_row``,
-    the merged partials of its members."""
+    the merged partials of its members; with allowed lateness, ``revision`` after ``wid``."""
     keys = list(layout.keys)
-    slow = [(m, w, row) for scan in scans for m, w, _, row in scan.members]
-    members, wids, rows = (list(c) for c in zip(*slow)) if slow else ([], [], [])
+    slow = [(m, w, v, row) for scan in scans for m, w, v, row in scan.members]
+    members, wids, revisions, rows = (list(c) for c in zip(*slow)) if slow else ([], [], [], [])
     member, wid, row = (np.concatenate([np.asarray(c, dtype="int64"), *(f[i] for f in fast)]) for i, c in
                         enumerate([members, wids, [0 if r is None else r for r in rows]]))
     null = np.concatenate([np.array([r is None for r in rows], dtype=bool), np.zeros(len(row) - len(rows), dtype=bool)])
     frame = parts.iloc[member][[*keys, *layout.partials]].reset_index(drop=True)
     frame = frame.assign(**{WID: pd.array(wid, dtype="Int64"), EMIT_ROW: pd.arrays.IntegerArray(row, null)})
-    return merge(frame, [*keys, WID, EMIT_ROW], list(layout.aggregates))
+    revised = [REVISION] if layout.lateness is not None else []  # the fast path (no lateness) emits revision 0
+    if revised:
+        frame.insert(len(keys) + 1, REVISION, pd.array(revisions, dtype="Int64"))
+    return merge(frame, [*keys, WID, *revised, EMIT_ROW], list(layout.aggregates))
+
+
+def _retired(scans: list[KeySessions], tuples: pd.DataFrame, layout: Layout) -> pd.DataFrame:
+    """The last revision of each id a tuple's merge retired: its keys (the tuple's), ``wid``,
+    ``revision``, ``emit_row`` (the tuple) and the partials of no tuple (counts 0, the rest NULL:
+    ``count(*)`` 0 and a NULL extent, as replay's)."""
+    keys = list(layout.keys)
+    retired = [(w, v, row) for scan in scans for _, w, v, row in scan.retired]
+    at = pd.Series(np.arange(len(tuples)), index=tuples["row_num"].to_numpy("int64"))
+    frame = tuples.iloc[at.loc[[row for _, _, row in retired]].to_numpy("int64")][keys].reset_index(drop=True)
+    wid, revision, row = (pd.array(list(c), dtype="Int64") for c in (zip(*retired) if retired else [(), (), ()]))
+    frame = frame.assign(**{WID: wid, REVISION: revision, EMIT_ROW: row})
+    empty = {name: 0 if sql.startswith("count(") else None
+             for i, a in enumerate(layout.aggregates) for name, sql in a.partials(i)}
+    return frame.assign(**{name: pd.Series([value] * len(frame), dtype="Int64" if value == 0 else object)
+                           for name, value in empty.items()})
 
 
 def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """The sessions still open: keys and the merged partials of their members."""
+    """The sessions still open (with allowed lateness, all kept ones, and :data:`KEPT`): keys and
+    the merged partials of their members."""
     keys = list(layout.keys)
-    members = [(m, g) for g, s in enumerate(s for scan in scans for s in scan.open) for m in s.members]
+    kept = [s for scan in scans for s in (scan.open if layout.lateness is None else scan.sessions)]
+    members = [(m, g) for g, s in enumerate(kept) for m in s.members]
     frame = parts.iloc[[m for m, _ in members]][[*keys, *layout.partials]].reset_index(drop=True)
     frame[_SESSION] = [g for _, g in members]
-    return merge(frame, [_SESSION, *keys], list(layout.aggregates)).drop(columns=_SESSION)
+    frame = merge(frame, [_SESSION, *keys], list(layout.aggregates))
+    if layout.lateness is not None:
+        held = [kept[g] for g in frame[_SESSION].tolist()]
+        for field, values in zip(KEPT, ([s.wid for s in held], [s.revision for s in held], [s.closed for s in held])):
+            frame[field.name] = pd.array(values, dtype="boolean" if field is KEPT[2] else "Int64")
+    return frame.drop(columns=_SESSION)
 
 
 def _late(scans: list[KeySessions], tuples: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """A late row (payload, ``wid`` NULL) per late tuple."""
-    rows = [j for scan in scans for j in scan.late]
-    return tuples.iloc[rows][list(layout.payload)].reset_index(drop=True).assign(
-        **{WID: pd.array([None] * len(rows), dtype="Int64")})
+    """A late row (payload, ``wid`` NULL) per late tuple (``scan.late``: their ``row_num`` s)."""
+    rows = {row for scan in scans for row in scan.late}
+    late = tuples[tuples["row_num"].isin(rows).to_numpy(bool)]
+    return late[list(layout.payload)].reset_index(drop=True).assign(**{WID: pd.array([None] * len(rows), dtype="Int64")})
