@@ -10,6 +10,7 @@ results (with ``revision`` and ``emit_row``) and late rows are :func:`wid.replay
 from __future__ import annotations
 
 import tempfile
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -130,16 +131,17 @@ def test_live_is_replay_on_any_stream_and_split(spark, draws, lateness, parts):
 
 @pytest.mark.slow
 def test_live_with_lateness_restarts_from_its_checkpoint(spark, tmp_path):
-    """A gap per tuple (``[SESSION g WATTR x]``) and L = 1.25: stopped after the first of three
+    """A gap per tuple (``[SESSION g WATTR x]``, decimals) and L = 1.25: stopped after the first of three
     micro-batches (kept emitted sessions, their ids and revisions in the state), restarted from
     the checkpoint: replay's output, revisions included."""
     draws = [("tttp"[i % 4], "abc"[i % 3] if i % 5 else None, [0, 0.37, 1.25, 0][i % 4], [0, 2.5, 0, 3.07, 0.5][i % 5])
              for i in range(60)]
     rows, puncts = realistic(draws)
-    gaps = {t["row_num"]: [1.5, 2.5, 0.75][t["row_num"] % 3] for t in rows}
-    stream = [(t["row_num"], t["k"], t["x"], t["v"], gaps[t["row_num"]], False) for t in rows] + \
-             [(p["row_num"], p["k"], p["x"], None, None, True) for p in puncts]
-    frame = spark.createDataFrame(sorted(stream), f"row_num long, k string, x double, v long, g double, {FLAG} boolean")
+    gaps = {t["row_num"]: Decimal(["1.50", "2.50", "0.75"][t["row_num"] % 3]) for t in rows}
+    stream = [(t["row_num"], t["k"], Decimal(f"{t['x']:.2f}"), t["v"], gaps[t["row_num"]], False) for t in rows] + \
+             [(p["row_num"], p["k"], Decimal(f"{p['x']:.2f}"), None, None, True) for p in puncts]
+    frame = spark.createDataFrame(sorted(stream), f"row_num long, k string, x decimal(10, 2), v long, "
+                                                  f"g decimal(4, 2), {FLAG} boolean")
     frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView("gaps")
     text = "SELECT k, count(*) AS n, sum(v) AS total FROM gaps [SESSION g WATTR x] GROUP BY k"
     source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
