@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 import wid
+from wid.cli.commands import main
+from wid.plan import Plan
 from test_session_lateness import (FLINK_EVENTS, FLINK_QUERY, QUERY, assert_conserved, draw, flink_operator, outcome,
                                    realistic, row_of)
 from wid import punctuate
@@ -164,3 +166,21 @@ def test_lateness_on_other_windows_is_refused_in_one_line(spark, tmp_path):
     with pytest.raises(WidError, match=r"^allowed lateness in live mode is for session windows, not \w+ windows: "
                                        r"wid\.replay takes it \(allowed_lateness=\.\.\.\)$"):
         live_job(spark, text, source, 2)
+
+
+@pytest.mark.slow
+def test_wid_live_takes_a_plans_allowed_lateness(spark, capsys, tmp_path):
+    """``wid live`` with ``allowed_lateness`` in the ``[live]`` table: plans/session_lateness.toml's
+    replay (slack 2 s, L = 7 s) over its first 400 readings in two files: replay's results,
+    revisions and retired ids included."""
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "plans" / "session_lateness.toml").read_text().replace("[replay]", "[live]\nfiles = 2")
+    path = tmp_path / "plan.toml"
+    path.write_text(text)
+    assert main(["live", str(path), "--dir", str(tmp_path / "work"), "--rows", "400"], spark=spark) == 0
+    plan = Plan.load(path)
+    expected = wid.replay(spark, plan.query, punctuation=punctuate.slack(2.0), allowed_lateness=7).results
+    written = spark.read.parquet(str(tmp_path / "work" / "out")).where("kind = 'result'").select(*expected.columns)
+    assert expected.where("revision > 0").count() > 0
+    assert_df_equality(written, expected, ignore_row_order=True, ignore_nullable=True)
+    assert capsys.readouterr().out.startswith(f"{expected.count()} results and ")

@@ -5,6 +5,7 @@ The ``[live]`` table of the plan::
     files = 4                 # parts (one micro-batch each) plus the end-of-stream marker
     punctuation = "slack"     # slack | heartbeat | ordered_by | none, options as in [experiment]
     amount = 5
+    allowed_lateness = 7      # session windows only, as [replay]'s (default 0)
 
 The work directory (``--dir``, default a new temporary one) holds ``in/`` (the files),
 ``checkpoint/`` and ``out/`` (the parquet sink: results and late rows with a ``kind``
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
     plan.check(replaying=True)  # live mode reads arrival order as a replay does
     settings = dict(plan.sections.get("live", {}))
     files, buckets = settings.pop("files", 4), settings.pop("buckets", 2)
-    scheme = settings.pop("punctuation", "none")
+    scheme, lateness = settings.pop("punctuation", "none"), settings.pop("allowed_lateness", 0)
     for name, value in (("files", files), ("buckets", buckets)):
         positive_whole(f"plan {plan.path}: [live] {name}", value)
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="wid-live-"))
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         live_run.split_into_files(data, work / "in", files)
     generator = punctuation_of(scheme, settings, plan, data)
     stream = live_run.source(spark, work / "in")
-    job = live(spark, plan.query, stream, generator, buckets=buckets, window=plan.window)
+    job = live(spark, plan.query, stream, generator, buckets=buckets, window=plan.window, allowed_lateness=lateness)
     live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
     results, late = live_run.read_output(spark, job, work / "out")
     print(f"{plural(results.count(), 'result')} and {plural(late.count(), 'late row')} in {work / 'out'} (column kind)")
