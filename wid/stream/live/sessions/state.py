@@ -17,7 +17,8 @@ from wid.stream.live.windows import Layout
 class SessionProcessor(PaneProcessor):
     """:class:`PaneProcessor` for session windows (``layout.gap``): steps 3 and 4 by
     :func:`wid.stream.live.sessions.steps.advance_sessions`; frames ``panes``: the open sessions
-    (keys, partials), ``counts``: the emitted sessions per key (emitted ones are forgotten)."""
+    (keys, partials; with allowed lateness every kept session, its id and revision), ``counts``:
+    the emitted sessions per key (its next id)."""
 
     def __init__(self, layout: Layout) -> None:
         super().__init__(layout)

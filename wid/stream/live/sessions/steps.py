@@ -78,7 +78,8 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     arrival order, each tuple arrives and each punctuation binding the key raises its bound
     ``B`` (:class:`KeySessions`, gap ``layout.gap``, or each tuple's own: its end in column
     ``layout.reach`` less its ``x``); the end of the stream emits the open
-    sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``), the late rows
+    sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``; with allowed
+    lateness ``revision`` too, and each retired id's empty last revision), the late rows
     (payload, ``wid`` NULL) and the state after.
 
     >>> from fractions import Fraction
@@ -101,6 +102,16 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     ([['a', 0, 2, 1.0, 2.5, 2]], [[4, 0.5, <NA>]])
     >>> after.opened.values.tolist(), after.counts.values.tolist()
     ([['a', 1, 3.0, 3.0]], [['a', 1]])
+
+    With allowed lateness 1, session 0 is kept after its emission (4.5 + 1 is not below 5): 3.0
+    and 0.5 reopen it (ending at 5, not below the bound) instead of one of them being late:
+
+    >>> kept = replace(empty, opened=pd.DataFrame(columns=[*panes.fieldNames(), *(f.name for f in KEPT)]))
+    >>> results, late, after = advance_sessions(tuples, marks, kept, replace(layout, lateness=Fraction(1)))
+    >>> results[["wid", "revision", "_wid_p0", "emit_row"]].values.tolist(), len(late)
+    ([[0, 0, 2, 2]], 0)
+    >>> after.opened.values.tolist()
+    [['a', 4, 0.5, 3.0, 0, 0, False]]
     """
     keys, names = list(layout.keys), layout.partials
     tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
