@@ -17,9 +17,9 @@ import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Column;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -46,6 +46,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   static final int TUPLE = 0, MARK = 1, PUNCTUATION = 2, END = 3;
   static final long NONE = Long.MIN_VALUE, OPEN = Long.MAX_VALUE - 1;
   static final int SUM = 0, MIN = 1, MAX = 2;
+  static final String STATE_KEY = "_wid_state_key";
   static final int NOTHING = 0, KIND = 1, KEY = 2, PARTIAL = 3, WINDOW = 4, EMIT = 5, PAYLOAD = 6;
 
   /** The bucket's state: panes, the bound table, pending marks, ROWS counts, the last element, top. */
@@ -158,7 +159,11 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
           new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
           Encoders.row(elements.schema())));
     }
-    return routed.groupByKey((MapFunction<Row, Integer>) r -> keys[r.getInt(bucket)], Encoders.INT())
+    Column[] stateKeys = new Column[keys.length];
+    for (int i = 0; i < keys.length; i++) stateKeys[i] = functions.lit(keys[i]);
+    Column stateKey = functions.element_at(functions.array(stateKeys), routed.col(routed.columns()[bucket]).plus(1));
+    Dataset<Row> keyed = routed.withColumn(STATE_KEY, stateKey);  // a column: no row decoded to find its key
+    return keyed.groupBy(keyed.col(STATE_KEY)).as(Encoders.INT(), Encoders.row(keyed.schema()))
         .transformWithState(step, TimeMode.None(), OutputMode.Append(), Encoders.row(step.output));
   }
 
