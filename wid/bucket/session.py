@@ -42,7 +42,7 @@ from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named,
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError, quiet_analysis
 from wid.windows.aware import Session
-from wid.windows.numbers import LIMIT, exact
+from wid.windows.numbers import LIMIT, Number, exact
 from wid.windows.sqlexpr import Expr, Sql, call, column, constant, expression, over, when
 
 SESSION_START, SESSION_END = Session.extent_columns
@@ -307,6 +307,17 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
     if isinstance(dtype, (DoubleType, FloatType)):
         return Fraction(float(spec.gap))
     return exact(spec.gap) * (MICROS_PER_SECOND if time_like(dtype) else 1)
+
+
+def lateness_in_x(spec: Session, dtype: DataType, lateness: Number) -> Fraction:
+    """Allowed lateness ``L`` (``wattr`` units, seconds for dates and timestamps) in the units of
+    :func:`exact_x`, exactly.
+
+    >>> from pyspark.sql.types import LongType
+    >>> lateness_in_x(Session(5, "ts"), TimestampType(), 1.5), lateness_in_x(Session(5, "v"), LongType(), 2)
+    (Fraction(1500000, 1), Fraction(2, 1))
+    """
+    return exact(lateness) * numeric_value(column(spec.wattr), dtype, spec.wattr)[1]
 
 
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:

@@ -42,11 +42,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from wid.aggregate.range import range_aggregate
-from wid.bucket.columns import (EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type,
-                                numeric_value)
+from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
 from wid.bucket.plain import PlainNames
-from wid.bucket.session import exact_x, gap_in_x, gap_x, with_extents
-from wid.windows.numbers import Number, exact
+from wid.bucket.session import exact_x, gap_in_x, gap_x, lateness_in_x, with_extents
+from wid.windows.numbers import Number
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions
 from wid.windows.sqlexpr import column, columns
@@ -80,8 +79,7 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     punctuations = punctuation.punctuations(compiled) if punctuation is not None else Punctuations(
         tagged.select("row_num", column(WID_X).alias(WID_CLOSED)).limit(0), (), ((),))
     dtype = attribute_type(tagged, spec.wattr)
-    factor = numeric_value(column(spec.wattr), dtype, spec.wattr)[1]
-    gap, lateness = None if spec.dynamic else gap_in_x(spec, dtype), exact(allowed_lateness) * factor
+    gap, lateness = None if spec.dynamic else gap_in_x(spec, dtype), lateness_in_x(spec, dtype, allowed_lateness)
     keys = list(spec.keys)
     value = column(exact_x(spec, dtype))  # exact: micros, longs, decimals, doubles
     own = gap_x(tagged, spec) if spec.dynamic else F.lit(None).cast(LongType())  # each tuple's gap, or the constant

@@ -42,7 +42,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
 
 from wid.aggregate.partials import Aggregate
-from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, numeric_value
+from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
+from wid.bucket.session import lateness_in_x
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.compiler.query import unresolved
@@ -61,7 +62,7 @@ from wid.stream.live.sessions.state import SessionProcessor
 from wid.stream.live.state import KEPT, PaneProcessor
 from wid.stream.live.panes import partial_names
 from wid.stream.punctuation import Generator, Marks, checked, generator
-from wid.windows.numbers import Number, exact, non_negative, positive_whole
+from wid.windows.numbers import Number, non_negative, positive_whole
 from wid.windows.sqlexpr import column, column_name
 from wid.compiler.text import WindowQuery
 
@@ -149,9 +150,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         if formed is None:
             raise WidError(f"allowed lateness in live mode is for session windows, not "
                            f"{type(compiled.spec).__name__} windows: wid.replay takes it (allowed_lateness=...)")
-        spec = compiled.spec
-        lateness = exact(allowed_lateness) * numeric_value(column(spec.wattr), attribute_type(tagged, spec.wattr),
-                                                           spec.wattr)[1]
+        lateness = lateness_in_x(compiled.spec, attribute_type(tagged, compiled.spec.wattr), allowed_lateness)
     own = live_step(compiled.spec, compiled)  # slide-by-tuple windows: replay's scan, in one bucket
     if own is not None:
         buckets = 1
