@@ -11,10 +11,16 @@ open sessions of the keys it binds with ``last + g < B(k)`` (a tuple at ``B(k)``
 come), in start order, ids counting the key's emitted sessions; the end of the stream emits the
 rest (``emit_row`` NULL). State between batches goes through the state store's row format, as
 in the processor. Spark's own streaming session test is transcribed too.
+
+With a gap per tuple (Spark's dynamic gap) a tuple at ``x`` with gap ``h`` spans ``[x, x + h]``
+and a session ends at the largest ``x + h`` of its tuples (its ``end``): the same rules with
+``start <= x + h`` and ``x <= end`` for touching, ``end < B`` for complete and ``x + h < B``
+for late.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
 
@@ -23,7 +29,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.types import DataType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import (DataType, DecimalType, DoubleType, IntegerType, LongType, StringType, StructField,
+                               StructType)
 
 from wid.aggregate.partials import Aggregate
 from wid.stream.live.arrival import COUNT
@@ -38,11 +45,13 @@ KEYS = ["a", "b", None]
 DOUBLE_KEYS = {"a": 1.5, "b": -2.25, None: None}  # a NULL double key reads back from state as None, not NaN
 
 
-def schemas(key: DataType, x: DataType = DoubleType()) -> tuple[StructType, StructType, StructType]:
+def schemas(key: DataType, x: DataType = DoubleType(),
+            dynamic: bool = False) -> tuple[StructType, StructType, StructType]:
     """The processor's state schemas, key ``k`` of type ``key``, ``x`` of type ``x``: open
-    sessions (count, sum, least and largest x), counts of emitted sessions, bound table."""
+    sessions (count, sum, least and largest x; ``dynamic``: and the largest end ``x + h``),
+    counts of emitted sessions, bound table."""
     k = StructField("k", key)
-    partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), x, x])]
+    partials = [StructField(f"_wid_p{i}", t) for i, t in enumerate([LongType(), DoubleType(), x, x, x][:4 + dynamic])]
     return (StructType([k, *partials]), StructType([k, StructField(COUNT, LongType())]),
             StructType([StructField(SHAPE, IntegerType()), k, StructField("wid_closed", x)]))
 
@@ -60,15 +69,18 @@ cuts = st.lists(st.floats(0, 1), min_size=1, max_size=5)  # where to split, as f
 gaps = st.sampled_from([0.5, 1.0, 2.3, 7.0])
 
 
-def layout(gap: float, key: DataType, x: DataType = DoubleType()) -> Layout:
-    opened, _, bounds = schemas(key, x)
-    return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES, own=False,
+def layout(gap: float | None, key: DataType, x: DataType = DoubleType()) -> Layout:
+    """``gap`` None: a gap per tuple, each tuple's end ``x + h`` in its column ``r``."""
+    opened, _, bounds = schemas(key, x, gap is None)
+    ends = (Aggregate("end", "max", "r"),) if gap is None else ()
+    return Layout(("k",), Bounds(("k",), (("k",), ())), ("row_num", "k", "x", "v"), AGGREGATES + ends, own=False,
                   on_all=False, shift=0, consistent=False, pane_schema=opened, closed_schema=bounds, output=opened,
-                  gap=Fraction(gap), x="x")
+                  **({"gap": Fraction(gap)} if gap is not None else {"reach": "r"}), x="x")
 
 
-def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
-    """``({(k, wid): (count, sum, first, last, emit_row)}, [(row_num, k, wid)])``."""
+def simulate(events: list[dict], gap: Fraction | None) -> tuple[dict, list]:
+    """``({(k, wid): (count, sum, first, last, emit_row)}, [(row_num, k, wid)])``; ``gap`` None:
+    each tuple's own gap ``h`` (its ``g``), the session's end the largest ``x + h``."""
     keyed: dict = {}  # k -> {"bound", "open": [[start, last, [tuples]]], "emitted": the next id}
     wildcard, results, late = None, {}, []
 
@@ -79,18 +91,21 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
         found = [b for b in (key(k)["bound"], wildcard) if b is not None]
         return max(found) if found else None
 
+    def end(session):  # the largest x + h of its tuples
+        return max(Fraction(m["x"]) + (gap if gap is not None else Fraction(m["g"])) for m in session[2])
+
     def emit(k, session, row):
         state = key(k)
         wid = state["emitted"]
         members = session[2]
         total = [m["v"] for m in members if m["v"] is not None]
         results[(k, wid)] = (len(members), sum(total) if total else None, min(m["x"] for m in members),
-                             max(m["x"] for m in members), row)
+                             max(m["x"] for m in members), row, *([end(session)] if gap is None else []))
         state["emitted"] += 1
 
     def close(k, row):
         state, b = key(k), bound(k)
-        done = sorted((s for s in state["open"] if row is None or (b is not None and s[1] + gap < b)),
+        done = sorted((s for s in state["open"] if row is None or (b is not None and end(s) < b)),
                       key=lambda s: s[0])
         state["open"] = [s for s in state["open"] if all(s is not d for d in done)]
         for session in done:
@@ -99,8 +114,9 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     for e in events:
         if e["kind"] == 0:
             state, x, b = key(e["k"]), Fraction(e["x"]), bound(e["k"])
-            near = [s for s in state["open"] if s[0] - gap <= x <= s[1] + gap]
-            if not near and b is not None and x + gap < b:
+            h = gap if gap is not None else Fraction(e["g"])
+            near = [s for s in state["open"] if s[0] <= x + h and x <= end(s)]
+            if not near and b is not None and x + h < b:
                 late.append((e["row_num"], e["k"], None))
             else:
                 state["open"] = [s for s in state["open"] if all(s is not n for n in near)]
@@ -119,21 +135,24 @@ def simulate(events: list[dict], gap: Fraction) -> tuple[dict, list]:
     return results, late
 
 
-def run_live(events: list[dict], cuts: list[float], gap: float, key: DataType = StringType(),
+def run_live(events: list[dict], cuts: list[float], gap: float | None, key: DataType = StringType(),
              x: DataType = DoubleType()) -> tuple[dict, list]:
     """:func:`advance_sessions` over ``events`` split at ``cuts``, typed as the processor's
-    input; the state through the state store's row format between batches."""
+    input; the state through the state store's row format between batches. ``gap`` None: each
+    tuple's own (its ``g``; its end ``x + g`` in column ``r``)."""
     lay = layout(gap, key, x)
-    OPEN, COUNTS, BOUNDS = schemas(key, x)
+    OPEN, COUNTS, BOUNDS = schemas(key, x, gap is None)
     opened, counts, bounds = (state_frame([], schema) for schema in (OPEN, COUNTS, BOUNDS))
     got, late = {}, []
     edges = [0, *sorted({int(c * len(events)) for c in cuts}), len(events)]
     for i, (start, stop) in enumerate(zip(edges, edges[1:])):
         batch = events[start:stop]
-        tuples = pd.DataFrame([e for e in batch if e["kind"] == 0], columns=["row_num", "k", "x", "v"])
+        tuples = pd.DataFrame([{**e, "r": e["x"] + e["g"] if gap is None else None} for e in batch if e["kind"] == 0],
+                              columns=["row_num", "k", "x", "v", *(["r"] if gap is None else [])])
         marks = pd.DataFrame([{"row_num": e["row_num"], "k": e["k"], "wid_closed": e["x"]}
                               for e in batch if e["kind"] == 2], columns=["row_num", "k", "wid_closed"])
-        tuples = tuples.astype({"row_num": "Int64", "x": "int64" if x == LongType() else "float64", "v": "float64",
+        exact = "int64" if x == LongType() else "object" if isinstance(x, DecimalType) else "float64"
+        tuples = tuples.astype({"row_num": "Int64", "x": exact, "v": "float64", **({"r": exact} if gap is None else {}),
                                 **({"k": "float64"} if isinstance(key, DoubleType) else {})})  # as from Arrow
         state = SessionState(opened, counts, bounds)
         results, gone, after = advance_sessions(tuples, marks.astype({"row_num": "Int64"}), state, lay,
@@ -147,7 +166,8 @@ def run_live(events: list[dict], cuts: list[float], gap: float, key: DataType = 
             window = (None if pd.isna(r["k"]) else r["k"], int(r["wid"]))
             assert window not in got, f"session {window} emitted twice"
             got[window] = (int(r["_wid_p0"]), None if pd.isna(r["_wid_p1"]) else r["_wid_p1"], r["_wid_p2"],
-                           r["_wid_p3"], None if pd.isna(r["emit_row"]) else int(r["emit_row"]))
+                           r["_wid_p3"], None if pd.isna(r["emit_row"]) else int(r["emit_row"]),
+                           *([Fraction(r["_wid_p4"])] if gap is None else []))
         late += [(int(r["row_num"]), None if pd.isna(r["k"]) else r["k"], None if pd.isna(r["wid"]) else int(r["wid"]))
                  for r in gone.to_dict("records")]
     return got, late
@@ -158,8 +178,8 @@ def assert_simulated(got: tuple[dict, list], expected: tuple[dict, list]) -> Non
     to rounding (added in another order)."""
     (sessions, late), (simulated, simulated_late) = got, expected
     assert sessions.keys() == simulated.keys()
-    for session, (n, total, first, last, emit_row) in simulated.items():
-        assert sessions[session][0] == n and sessions[session][2:] == (first, last, emit_row), session
+    for session, (n, total, *rest) in simulated.items():  # rest: first, last, emit_row (and the end)
+        assert sessions[session][0] == n and list(sessions[session][2:]) == rest, session
         assert sessions[session][1] == (None if total is None else pytest.approx(total, rel=1e-9, abs=1e-6)), session
     assert sorted(late, key=repr) == sorted(simulated_late, key=repr)
 
@@ -229,9 +249,15 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
     the same members emitted in the same order (double sums depend on it), ids, ``emit_row``,
     open sessions and next id; with ties, an open session before the batch that its first
     tuples join, an older one left open, one or two punctuation lists (keyed and wildcard),
-    long ``x`` near both ends of int64 and Fraction ``x``."""
-    whole = data.draw(st.booleans())
-    gap = data.draw(st.sampled_from([1, 3, 7] if whole else [Fraction(1, 2), Fraction(3), Fraction(7, 4)]))
+    long ``x`` near both ends of int64 and Fraction ``x``; a constant gap or one per tuple (the
+    sessions' ends, ``reach``, the same too)."""
+    whole, dynamic = data.draw(st.booleans()), data.draw(st.booleans())
+    choices = [1, 3, 7] if whole else [Fraction(1, 2), Fraction(3), Fraction(7, 4)]
+    gap = data.draw(st.sampled_from(choices))
+
+    def own() -> int | Fraction:  # a tuple's or a session's gap
+        return data.draw(st.sampled_from(choices)) if dynamic else gap
+
     unit = 1 if whole else Fraction(1, 4)
     xs = list(accumulate((d * unit for d in data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=25))),
                          initial=data.draw(st.integers(-20, 20)) * unit))[1:]  # in order, ties
@@ -240,37 +266,83 @@ def test_a_batch_in_order_goes_at_once_as_tuple_by_tuple(data):
         shift = {None: 0, "top": 2**63 - 1 - data.draw(st.integers(0, 8)) - xs[-1],
                  "bottom": -(2**63) + data.draw(st.integers(0, 8)) - xs[0]}[end]
         xs = [x + shift for x in xs]
-    x0 = xs[0]
+    x0, gaps = xs[0], [own() for _ in xs]
     rows = [2 * i for i in range(len(xs))]
     sessions = []  # open before the batch: a tail the first tuples may join, an older one left open
     if data.draw(st.booleans()):
         last = x0 - data.draw(st.integers(0, 12)) * unit
-        sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100]))
+        sessions.append((last - data.draw(st.integers(0, 5)) * unit, last, [100], last + own()))
         if data.draw(st.booleans()):
-            older = sessions[0][0] - gap - data.draw(st.integers(0, 5)) * unit
-            sessions.insert(0, (older - unit, older, [101]))
+            g = own()
+            older = sessions[0][0] - g - data.draw(st.integers(1, 6)) * unit  # kept sessions never touch
+            sessions.insert(0, (older - unit, older, [101], older + g))
     before = sessions[0][1] if sessions and data.draw(st.booleans()) else None
     peaks, events = [], []
     for _ in range(data.draw(st.integers(1, 2))):
         marks = sorted(set(data.draw(st.lists(st.integers(-1, 2 * len(xs) + 1), max_size=12))))
-        bounds = [min([x for r, x in zip(rows, xs) if r > row] or [xs[-1] + 3 * gap])
+        bounds = [min([x for r, x in zip(rows, xs) if r > row] or [xs[-1] + 3 * max(choices)])
                   - data.draw(st.integers(0, 12)) * unit for row in marks]  # at most the next tuple's x
         if marks:
             peaks.append(Peaks.running(np.array(marks), numbers(bounds)))
             events += [(row, 1, b) for row, b in zip(marks, bounds)]
 
     def scan() -> KeySessions:
-        return KeySessions(gap, bound=before, sessions=[KeySession(a, b, list(m)) for a, b, m in sessions], next_id=5)
+        return KeySessions(None if dynamic else gap, bound=before, next_id=5, sessions=[
+            KeySession(a, b, list(m), reach=r if dynamic else None) for a, b, m, r in sessions])
 
     fast, slow = scan(), scan()
-    emitted = advance_in_order(fast, np.array(rows), numbers(xs), np.arange(len(xs)), peaks, opened=3)
+    reaches = numbers([x + g for x, g in zip(xs, gaps)]) if dynamic else None
+    emitted = advance_in_order(fast, np.array(rows), numbers(xs), np.arange(len(xs)), peaks, opened=3,
+                               reaches=reaches)
     assert emitted is not None
     for row, kind, value in sorted(events + [(r, 0, j) for j, r in enumerate(rows)]):
-        slow.punctuate(row, value) if kind else slow.arrive(value, xs[value], 3 + value)
+        slow.punctuate(row, value) if kind else slow.arrive(value, xs[value], 3 + value,
+                                                             gaps[value] if dynamic else None)
     assert list(zip(*(a.tolist() for a in emitted))) == [(m, w, row) for m, w, _, row in slow.members]
-    assert {(s.start, s.last, tuple(s.members)) for s in fast.open} == {
-        (s.start, s.last, tuple(s.members)) for s in slow.open}
+    assert {(s.start, s.last, s.reach, tuple(s.members)) for s in fast.open} == {
+        (s.start, s.last, s.reach, tuple(s.members)) for s in slow.open}
     assert fast.next_id == slow.next_id
+
+
+own_gap = st.one_of(st.sampled_from(["case"]), st.integers(1, 40))  # CASE on the key, or a gap column's value
+
+
+@settings(max_examples=max(150, settings.default.max_examples))
+@given(st.lists(st.tuples(st.sampled_from("ttp"), st.sampled_from(KEYS), st.integers(-30, 30), value, own_gap),
+                min_size=1, max_size=40), cuts, st.sampled_from(["long", "decimal"]), st.randoms(use_true_random=False))
+@pytest.mark.slow
+def test_a_gap_per_tuple_over_any_split_emits_the_sessions_the_simulation_emits(draws, cuts, kind, rnd):
+    """A gap per tuple (``CASE WHEN k = 'a' THEN 12 WHEN k = 'b' THEN 5 ELSE 1 END``, or a gap
+    column), on longs (epoch microseconds) or two-decimal decimals: out of order, duplicates,
+    a tuple exactly at a session's end, several keys and NULL, keyed and wildcard punctuations,
+    row_nums with gaps, over any split into batches: the sessions (their end the largest ``x +
+    h``), ids, ``emit_row`` and late rows of the simulation."""
+    unit = 1 if kind == "long" else Decimal("0.25")
+    rows = sorted(rnd.sample(range(0, 400), len(draws)))
+    events = []
+    for r, (what, k, i, v, h) in zip(rows, draws):
+        g = {"a": 12, "b": 5, None: 1}[k] if h == "case" else h
+        events.append({"kind": 0, "row_num": r, "k": k, "x": i * unit, "v": v, "g": g * unit} if what == "t" else
+                      {"kind": 2, "row_num": r, "k": k, "x": i * unit})
+    expected = simulate(events, None)
+    assert_simulated(run_live(events, cuts, None, x=LongType() if kind == "long" else DecimalType(12, 2)), expected)
+
+
+def test_a_gap_per_tuple_ends_a_session_at_its_largest_end():
+    """Gaps per tuple: ``(0, 10)`` and ``(4, 1)`` form one session ending at 10 (not 5), which
+    10 joins (touching: it ends at 12); the bounds 11 and 12 leave it open (a tuple at 12 may
+    still join), 13 emits it; 13 (gap 1) arrives under the bound 13 with its end 14 above it: on
+    time, a session of its own; 3 (gap 2) touches nothing kept and ends at 5 < 13: late. The first two
+    batches split the session (its end kept in the state); every split gives the same."""
+    def tuple_(row, x, g):
+        return {"kind": 0, "row_num": row, "k": "a", "x": x, "v": 1.0, "g": g}
+
+    events = [tuple_(0, 0, 10), tuple_(1, 4, 1), element(2, "a", 3), tuple_(3, 10, 2), element(4, None, 11),
+              element(5, "a", 12), element(6, "a", 13), tuple_(7, 13, 1), tuple_(8, 3, 2)]
+    expected = ({("a", 0): (3, 3.0, 0, 10, 6, 12), ("a", 1): (1, 1.0, 13, 13, None, 14)}, [(8, "a", None)])
+    assert simulate(events, None) == expected
+    for cuts in ([0.3], [0.2, 0.5, 0.8], [0.99]):
+        assert run_live(events, cuts, None, x=LongType()) == expected
 
 
 def element(row, k, x, v=None):

@@ -3,12 +3,15 @@ Spark's dynamic gap (``session_window(time, gap_expr)``). Per key in ``a`` order
 at the largest ``a + gap`` of its tuples and a next tuple joins when ``a <= end``. Expected values
 transcribed from Spark's ``DataFrameSessionWindowingSuite``, then Spark's own operator on
 realistic data, an exact reference in Fractions on integers and decimals, and replay at the end
-of the stream."""
+of the stream. Live mode, run to completion over a few micro-batches, is replay (and, at the end
+of the stream, Spark's ``session_window``); a gap Spark's analysis marks nondeterministic is
+refused everywhere."""
 
 from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -20,10 +23,13 @@ from pyspark.sql import functions as F
 
 import wid
 from wid.errors import WidError
+from wid.stream.live import run as live_run
 from wid.stream.live.compile import compiled_live
 from wid.stream.sessions import KeySessions
 from wid.windows.aware import Session
 from wid.windows.clause import parse_window
+
+from live_jobs import run_in_waves
 
 T0 = dt.datetime(2024, 5, 1, 8, 0, 0)
 SUITE = "sql/core/src/test/scala/org/apache/spark/sql/DataFrameSessionWindowingSuite.scala"
@@ -140,9 +146,28 @@ def test_refusals(spark, temp):
         wid.query(spark, "SELECT count(*) FROM wide [SESSION 1 + 1 WATTR d]")
     with pytest.raises(PySparkException, match=r"SESSION gap value \* 0.0000005 = [\d.]+ is no whole number of micro"):
         wid.query(spark, "SELECT count(*) FROM temp [SESSION value * 0.0000005 SECONDS WATTR time]").collect()
-    with pytest.raises(WidError, match="live mode takes a constant SESSION gap"):
-        compiled_live(spark, "SELECT count(*) AS n FROM temp [SESSION value SECONDS WATTR time]",
+    with pytest.raises(WidError, match="SESSION gap value \\* 0.5e0 is a double"):  # live mode: before the stream runs
+        compiled_live(spark, "SELECT count(*) AS n FROM temp [SESSION value * 0.5e0 SECONDS WATTR time]",
                       spark.table("temp"), None)
+
+
+@pytest.mark.parametrize("gap", ["CAST(rand() * 10 AS INT) + 1", "IF(value > 1, 2, length(uuid()))",
+                                 "CASE WHEN shuffle(array(1, 2))[0] = 1 THEN 5 ELSE duration END"])
+def test_a_nondeterministic_gap_is_refused_in_every_path(spark, temp, tmp_path, gap):
+    """Spark's analysis marks ``rand()``, ``uuid()``, ``shuffle`` nondeterministic: a tuple's gap
+    would differ between the two reads of it (replay's state machine reads it after Bucket; a
+    session's end and a tuple's join test read it in different window functions). One line in
+    the query, its SQL text, replay and live mode, before Spark runs anything."""
+    text = f"SELECT value, count(*) AS n FROM temp [SESSION {gap} SECONDS WATTR time] GROUP BY value"
+    stream = live_run.source(spark, live_run.split_into_files(spark.table("temp"), tmp_path / "in", 1))
+    for run in (lambda: wid.query(spark, text), lambda: wid.to_sql(spark, text),
+                lambda: wid.replay(spark, text, wid.punctuate.slack(1)), lambda: wid.live(spark, text, stream)):
+        with pytest.raises(WidError, match=r"^SESSION gap .* is not deterministic: each tuple needs one gap") as err:
+            run()
+        assert "\n" not in str(err.value) and "wid_" not in str(err.value)
+    assert _sessions(spark, text.replace(gap, "IF(current_date() > DATE'2000-01-01', duration, 1)")) == [
+        ("2016-03-27 19:39:27", "2016-03-27 19:39:57", 4, 1), ("2016-03-27 19:39:34", "2016-03-27 19:39:44", 1, 1),
+        ("2016-03-27 19:39:56", "2016-03-27 19:40:16", 2, 1)]  # current_date(): one value per query, deterministic
 
 
 def _clicks(seed, n=400):
@@ -294,3 +319,134 @@ def test_key_sessions_under_punctuation(items, rnd, lateness, kept):
         sessions = {("k", min(items[m][0] for m in rows), max(sum(items[m]) for m in rows)): len(rows)
                     for rows in final.values()}
         assert not key.late and sessions == _reference([("k", a, g) for a, g in items])
+
+
+# Live mode: the session step keeps each open session's end (the largest x + g) in its state.
+LIVE_GAP = "CASE WHEN v < 0 THEN NULL WHEN k = 'a' THEN 10 WHEN v > 100 THEN 2.5 ELSE 4.75 END"
+
+
+def _arriving(seed, n=160):
+    """Clicks as a stream brings them: mostly in time order, 30 % up to 20 s late, duplicates of
+    time, microsecond timestamps, four keys and NULL, two-decimal values (some negative: WHERE
+    drops them, their gap NULL), a two-decimal ``d`` (seconds since the start) for a decimal
+    attribute and a gap column ``g`` (2 to 9 seconds, two decimals)."""
+    rng = random.Random(seed)
+    times = sorted(rng.randint(0, 4 * 10**8) for _ in range(n))
+    times = [t - (rng.randint(0, 2 * 10**7) if rng.random() < 0.3 else 0) for t in times]
+    times += rng.sample(times, 10)
+    rows = []
+    for i, t in enumerate(times):
+        t = max(t, 0) // 10**4 * 10**4 if i % 5 == 0 else max(t, 0)  # some on a 10 ms grid: exact ends meet
+        rows.append((i, rng.choice(["a", "b", "c", None]), T0 + dt.timedelta(microseconds=t),
+                     round(rng.uniform(-10, 120), 2), Decimal(t // 10**4) / 100, Decimal(rng.randint(200, 900)) / 100))
+    return rows
+
+
+ARRIVING = "row_num long, k string, ts timestamp, v double, d decimal(12, 2), g decimal(5, 2)"
+
+
+def _live(spark, tmp_path, frame, jobs: dict, parts: int = 3) -> dict:
+    """Each ``name: (text, generator)`` of ``jobs`` live over ``frame`` in ``parts`` files (and the
+    end marker), run to completion: ``{name: (results, late)}``."""
+    stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", parts))
+    started = {name: wid.live(spark, text, stream, generator) for name, (text, generator) in jobs.items()}
+    run_in_waves(started, tmp_path)
+    return {name: live_run.read_output(spark, job, tmp_path / name / "out") for name, job in started.items()}
+
+
+def _rows(frame):
+    """``frame``'s rows, sorted, double sums to 6 places (they add in another order)."""
+    return sorted((tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in frame.collect()), key=repr)
+
+
+def _same(got, expected):
+    """Live's ``(results, late)`` are replay's, row for row (``emit_row``, ids, extents, late rows)."""
+    for mine, theirs in zip(got, (expected.results, expected.late)):
+        assert _rows(mine) == _rows(theirs)
+        assert mine.columns == theirs.columns
+
+
+@pytest.mark.slow
+def test_live_with_a_gap_per_tuple_is_replay_and_sparks_session_window(spark, tmp_path):
+    """A CASE gap on microsecond timestamps under ``slack(5)`` and the end of the stream only, a
+    gap column on a decimal attribute under ``ordered_by`` and ``slack`` by rows, over three
+    micro-batches: live mode's results (``emit_row``, ids, ``session_end`` the largest ``a +
+    g``) and late rows are replay's; ended by the stream alone, the sessions are Spark's own
+    ``session_window(ts, gap)``."""
+    frame = spark.createDataFrame(_arriving(23), ARRIVING)
+    frame.createOrReplaceTempView("arriving")
+    on_ts = (f"SELECT k, count(*) AS n, sum(v) AS total, max(d) AS hi FROM arriving "
+             f"[SESSION {LIVE_GAP} SECONDS WATTR ts] WHERE v >= 0 GROUP BY k")
+    on_d = "SELECT k, count(*) AS n, min(v) AS lo FROM arriving [SESSION g WATTR d] GROUP BY k"
+    jobs = {"ts_slack": (on_ts, wid.punctuate.slack(5)), "ts_end": (on_ts, None),
+            "d_ordered": (on_d, wid.punctuate.ordered_by("k")), "d_rows": (on_d, wid.punctuate.slack(20, by="rows"))}
+    got = _live(spark, tmp_path, frame, jobs)
+    for name, (text, generator) in jobs.items():
+        _same(got[name], wid.replay(spark, text, generator))
+    results, late = got["ts_slack"]
+    assert late.count() > 0 and results.where("emit_row IS NOT NULL AND n > 1").count() > 5
+    interval = F.expr(f"make_interval(0, 0, 0, 0, 0, 0, CAST({LIVE_GAP} AS DECIMAL(18, 6)))")
+    theirs = frame.where("v >= 0").groupBy("k", F.session_window("ts", interval).alias("s")).agg(
+        F.count("*").alias("n"), F.sum("v").alias("total"))
+    expected = {(r.k, r.s.start, r.s.end, r.n, round(r.total, 2)) for r in theirs.collect()}
+    ended = {(r.k, r.session_start, r.session_end, r.n, round(r.total, 2)) for r in got["ts_end"][0].collect()}
+    assert ended == expected and len(expected) > 20
+
+
+@pytest.mark.slow
+def test_live_with_a_gap_per_tuple_restarts_from_its_checkpoint(spark, tmp_path):
+    """Stopped after the first of three micro-batches (open sessions and their ends in the
+    state), restarted from the checkpoint: replay's output. A checkpoint written by the same
+    query with a constant gap has another state layout (no end per session): refused in one line."""
+    frame = spark.createDataFrame(_arriving(29, 90), ARRIVING)
+    frame.createOrReplaceTempView("arriving_again")
+    text = "SELECT k, count(*) AS n, sum(v) AS total FROM arriving_again [SESSION g * 2 WATTR d] GROUP BY k"
+    stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
+    generator = wid.punctuate.slack(3)
+    first = live_run.run(live_run.start(wid.live(spark, text, stream, generator), tmp_path / "out",
+                                        tmp_path / "checkpoint"), stop_after=1)
+    assert 1 <= len(first) < 4
+    again = wid.live(spark, text, stream, generator)
+    live_run.run(live_run.start(again, tmp_path / "out", tmp_path / "checkpoint"))
+    _same(live_run.read_output(spark, again, tmp_path / "out"), wid.replay(spark, text, generator))
+    constant = text.replace("g * 2", "9")
+    live_run.run(live_run.start(wid.live(spark, constant, stream, generator), tmp_path / "old" / "out",
+                                tmp_path / "old" / "checkpoint"), stop_after=1)
+    with pytest.raises(WidError, match=r"^the checkpoint's state has another layout .*fresh checkpoint$"):
+        live_run.run(live_run.start(wid.live(spark, text, stream, generator), tmp_path / "old" / "out",
+                                    tmp_path / "old" / "checkpoint"))
+
+
+@pytest.mark.slow
+def test_live_fails_on_a_null_gap_naming_the_tuple_as_replay(spark, tmp_path):
+    """A NULL gap (a negative ``v`` that no WHERE drops) fails the live query with replay's line,
+    naming the tuple by its ``row_num``."""
+    rows = [r for r in _arriving(31, 30) if r[3] >= 0][:12]
+    rows[7] = (*rows[7][:3], -1.25, *rows[7][4:])
+    frame = spark.createDataFrame(rows, ARRIVING)
+    frame.createOrReplaceTempView("arriving_null")
+    text = f"SELECT k, count(*) AS n FROM arriving_null [SESSION {LIVE_GAP} SECONDS WATTR ts] GROUP BY k"
+    line = rf"SESSION gap {re.escape(LIVE_GAP)} = NULL is not positive .* in the tuple with row_num={rows[7][0]}\b"
+    with pytest.raises(PySparkException, match=line):
+        wid.replay(spark, text, wid.punctuate.slack(1)).results.collect()
+    stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2))
+    with pytest.raises(WidError, match=line):
+        live_run.run(live_run.start(wid.live(spark, text, stream, wid.punctuate.slack(1)), tmp_path / "out",
+                                    tmp_path / "checkpoint"))
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 60), st.integers(1, 9),
+                          st.integers(0, 3)), min_size=5, max_size=30),
+       st.integers(1, 3), st.sampled_from([0, 1, 4]))
+@pytest.mark.slow
+def test_live_on_any_stream_with_a_gap_per_tuple_is_replay(spark, tmp_path_factory, items, parts, slack):
+    """Streams drawn by Hypothesis: a gap column on two-decimal decimals (quarter steps:
+    tuples exactly at a session's end), up to 3 behind arrival, duplicates, keys and NULL, over
+    1 to 3 micro-batches under ``slack``: live mode is replay."""
+    rows = [(i, k, Decimal(t - back) / 4, Decimal(g) / 4) for i, (k, t, g, back) in enumerate(items)]
+    frame = spark.createDataFrame(rows, "row_num long, k string, d decimal(12, 2), g decimal(5, 2)")
+    frame.createOrReplaceTempView("drawn")
+    text = "SELECT k, count(*) AS n, max(g) AS widest FROM drawn [SESSION g WATTR d] GROUP BY k"
+    got = _live(spark, tmp_path_factory.mktemp("drawn"), frame, {"drawn": (text, wid.punctuate.slack(slack))}, parts)
+    _same(got["drawn"], wid.replay(spark, text, wid.punctuate.slack(slack)))

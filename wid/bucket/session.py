@@ -51,6 +51,11 @@ _NEW, _END = "_wid_new", "_wid_end"
 Compare = Callable[[Expr, Expr], Expr]
 
 
+def _instants(dtype: DataType) -> DataType:
+    """The type of session ends on a date or timestamp attribute of type ``dtype`` (a date's: a timestamp)."""
+    return TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
+
+
 def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr], Expr]]:
     """``(a > prev + g, last -> last + g)`` for the attribute's type, exactly (module docstring),
     as Columns or SQL text (the kind of the arguments)."""
@@ -61,7 +66,7 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
             raise WidError(f"SESSION gap on timestamp {spec.wattr!r} must be a whole number of microseconds, "
                            f"got {spec.gap!r} s")
         spec.fits(micros=int(micros))
-        kind = TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
+        kind = _instants(dtype)
 
         def x(c: Expr) -> Expr:
             return epoch_micros(c, dtype)
@@ -89,7 +94,9 @@ def _arithmetic(dtype: DataType, spec: Session) -> tuple[Compare, Callable[[Expr
 
 def gap_type(df: DataFrame, spec: Session) -> DataType:
     """The type of the gap expression over ``df``, an integer or a decimal, or a :class:`WidError`
-    (it does not parse or resolve, it is a double, the attribute is a double).
+    (it does not parse or resolve, it is a double, the attribute is a double, it is not
+    deterministic: Spark's analysis marks ``rand()``, ``uuid()``, ... so, and a session's tuples
+    read the gap more than once, e.g. replay's state machine after Bucket).
 
     >>> timed = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
     >>> gap_type(timed, Session("IF(k = 'a', 2, 0.5)", "t")), gap_type(timed, Session("v + 1", "t"))
@@ -100,15 +107,24 @@ def gap_type(df: DataFrame, spec: Session) -> DataType:
     >>> gap_type(spark.table("readings"), Session("v", "ts"))
     Traceback (most recent call last):
     wid.errors.WidError: a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the double 'ts' (exact session ends: cast it in a view)
+    >>> gap_type(timed, Session("CAST(rand() * 10 AS INT) + 1", "t"))
+    Traceback (most recent call last):
+    wid.errors.WidError: SESSION gap CAST(rand() * 10 AS INT) + 1 is not deterministic: each tuple needs one gap, the same each time it is read
     """
     dtype = attribute_type(df, spec.wattr)
     if isinstance(dtype, (DoubleType, FloatType)):
         raise WidError(f"a SESSION gap expression needs an integer, decimal, date or timestamp WATTR, not the "
                        f"double {spec.wattr!r} (exact session ends: cast it in a view)")
+    g = expression(f"({spec.gap})", column(spec.wattr))
     try:
         with quiet_analysis():
-            gtype = df.select(expression(f"({spec.gap})", column(spec.wattr))).schema[0].dataType
+            gtype = df.select(g).schema[0].dataType
+            # Spark's analysis refuses a join condition that is not deterministic (also over Spark Connect)
+            df.join(df.sparkSession.range(1).select(), g.isNotNull()).schema
     except AnalysisException as e:
+        if e.getCondition() == "INVALID_NON_DETERMINISTIC_EXPRESSIONS":
+            raise WidError(f"SESSION gap {spec.gap} is not deterministic: each tuple needs one gap, the same each "
+                           f"time it is read") from None
         raise WidError(f"SESSION gap {spec.gap}: {str(e).splitlines()[0]}") from None
     if not isinstance(gtype, (IntegralType, DecimalType)):
         raise WidError(f"SESSION gap {spec.gap} is a {gtype.simpleString()}, not an integer or decimal "
@@ -157,8 +173,14 @@ def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
     return _gap_x(g, gap_type(df, spec), attribute_type(df, spec.wattr), spec, naming(df))
 
 
-def _end_x(df: DataFrame, spec: Session, named: Named) -> Expr:
-    """A tuple's own end ``a + g`` in ``x`` units (:func:`exact_x`, present in ``df`` for timestamps)."""
+def end_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
+    """A tuple's own end ``a + g`` in ``x`` units (:func:`exact_x`, present in ``df`` for
+    timestamps), its gap checked (:func:`gap_x`): a Column, or SQL text.
+
+    >>> tuples = live_bucket(spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t"), Session("v", "t"))
+    >>> tuples.select("row_num", end_x(tuples, Session("v", "t")).alias("end")).orderBy("row_num").first()
+    Row(row_num=0, end=6000000)
+    """
     return named(exact_x(spec, attribute_type(df, spec.wattr))) + gap_x(df, spec, named)
 
 
@@ -167,7 +189,7 @@ def _ends(df: DataFrame, spec: Session, named: Named) -> list[Step]:
     dtype = attribute_type(df, spec.wattr)
     x, _ = numeric_value(named(spec.wattr), dtype, spec.wattr)
     value = exact_x(spec, dtype)
-    end = _end_x(df, spec, named)
+    end = end_x(df, spec, named)
     reach = over(call("max", named(_END)), spec.keys, [value], before=True)
     new = (call("isnull", reach) | (named(value) > reach)).cast("int")
     sid = (over(call("sum", named(_NEW)), spec.keys, [value]) - 1).cast("long")
@@ -200,7 +222,7 @@ def _extents(dtype: DataType, spec: Session, named: Named, ends: Expr | None = N
     session = (*spec.keys, WID_LO)
     if spec.dynamic:
         last = over(call("max", named(_END) if ends is None else ends), session)
-        kind = TimestampNTZType() if isinstance(dtype, TimestampNTZType) else TimestampType()
+        kind = _instants(dtype)
         return [(SESSION_START, over(call("min", a), session)),
                 (SESSION_END, rattr_value(last, kind) if time_like(dtype) else last)]
     _, end = _arithmetic(dtype, spec)
@@ -261,7 +283,7 @@ def with_extents(tagged: DataFrame, spec: Session) -> DataFrame:
     +---+------+-----+-------------+-----------+
     <BLANKLINE>
     """
-    ends = _end_x(tagged, spec, column) if spec.dynamic else None
+    ends = end_x(tagged, spec) if spec.dynamic else None
     return staged(tagged, [Add(_extents(attribute_type(tagged, spec.wattr), spec, column, ends))])
 
 
@@ -290,18 +312,19 @@ def gap_in_x(spec: Session, dtype: DataType) -> Fraction:
 def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     """Bucket on a stream that has not ended (live mode): ``wid_x`` only (checked: a NULL or
     NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
-    stateful step as tuples arrive (:mod:`wid.stream.live.sessions.steps`).
+    stateful step as tuples arrive (:mod:`wid.stream.live.sessions.steps`; a gap expression is
+    checked here, before the stream runs, and evaluated there on the tuples WHERE keeps:
+    :func:`end_x`).
 
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
     Row(wid_x=86400000000, wid_lo=None, wid_hi=None)
-    >>> live_bucket(days, Session("row_num + 1", "day"))
+    >>> live_bucket(days, Session("row_num * 0.5e0", "day")).columns
     Traceback (most recent call last):
-    wid.errors.WidError: live mode takes a constant SESSION gap, not the expression row_num + 1 (wid.query and wid.replay take it)
+    wid.errors.WidError: SESSION gap row_num * 0.5e0 is a double, not an integer or decimal (CAST it AS DECIMAL(p, s) for exact session ends)
     """
     if spec.dynamic:
-        raise WidError(f"live mode takes a constant SESSION gap, not the expression {spec.gap} "
-                       f"(wid.query and wid.replay take it)")
+        gap_type(df, spec)
     dtype = attribute_type(df, spec.wattr)
     for name in spec.keys:
         attribute_type(df, name)
@@ -309,16 +332,23 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     return unranged(df, {WID_X: checked(x, dtype, spec.wattr, by=naming(df))})
 
 
-def extents_of(first: Column, last: Column, dtype: DataType, spec: Session) -> dict[str, Column]:
+def extents_of(first: Column, last: Column, dtype: DataType, spec: Session,
+               reach: Column | None = None) -> dict[str, Column]:
     """``session_start`` and ``session_end`` of a session from its least and largest
-    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them.
+    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them; with a
+    gap expression, the end is ``reach``, the largest :func:`end_x` of its tuples.
 
     >>> from pyspark.sql import functions as F
     >>> extents = extents_of(F.lit(1_000_000), F.lit(2_500_000), TimestampNTZType(), Session(1.5, "t"))
     >>> spark.range(1).select(*[c.alias(name) for name, c in extents.items()]).first()
     Row(session_start=datetime.datetime(1970, 1, 1, 0, 0, 1), session_end=datetime.datetime(1970, 1, 1, 0, 0, 4))
+    >>> extents = extents_of(F.lit(1_000_000), F.lit(2_500_000), TimestampNTZType(), Session("v", "t"), F.lit(9_000_000))
+    >>> spark.range(1).select(extents[SESSION_END]).first()[0]
+    datetime.datetime(1970, 1, 1, 0, 0, 9)
     """
-    if time_like(dtype):
-        first, last = rattr_value(first, dtype), rattr_value(last, dtype)
+    start = rattr_value(first, dtype) if time_like(dtype) else first
+    if spec.dynamic:
+        kind = _instants(dtype)
+        return {SESSION_START: start, SESSION_END: rattr_value(reach, kind) if time_like(dtype) else reach}
     _, end = _arithmetic(dtype, spec)
-    return {SESSION_START: first, SESSION_END: end(last)}
+    return {SESSION_START: start, SESSION_END: end(rattr_value(last, dtype) if time_like(dtype) else last)}

@@ -99,15 +99,19 @@ class KeySessions:
         """The bound is past ``end``: no tuple still to come (``x >= B``) reaches it."""
         return self.bound is not None and end < self.bound
 
-    def _end(self, session: KeySession) -> Number:
-        """The session's end: ``last + g``, or its ``reach`` with a gap per tuple."""
+    def end(self, session: KeySession) -> Number:
+        """The session's end: ``last + g``, or its ``reach`` with a gap per tuple.
+
+        >>> KeySessions(2).end(KeySession(1, 3)), KeySessions(None).end(KeySession(1, 3, reach=9))
+        (5, 9)
+        """
         return session.last + self.gap if session.reach is None else session.reach
 
     def _near(self, x: Number, gap: Number) -> tuple[int, int]:
         """``[lo, hi)``: the kept sessions ``[x, x + gap]`` touches (``start <= x + gap``, ``x <= end``)."""
         hi = bisect_right(self.starts, x + gap)
         lo = hi
-        while lo and self._end(self.sessions[lo - 1]) >= x:
+        while lo and self.end(self.sessions[lo - 1]) >= x:
             lo -= 1
         return lo, hi
 
@@ -133,10 +137,10 @@ class KeySessions:
         merged = KeySession(min([x, *(s.start for s in near)]), max([x, *(s.last for s in near)]),
                             [row if member is None else member, *(m for s in near for m in s.members)],
                             named[0].wid if named else None, named[0].revision if named else -1,
-                            reach=None if gap is None else max([x + gap, *map(self._end, near)]))
+                            reach=None if gap is None else max([x + gap, *map(self.end, near)]))
         self.sessions[lo:hi], self.starts[lo:hi] = [merged], [merged.start]
         self.open = [s for s in self.open if all(s is not n for n in near)] + [merged]
-        if self._passed(self._end(merged)):  # kept: its end + L is not below B (nor were the kept ones')
+        if self._passed(self.end(merged)):  # kept: its end + L is not below B (nor were the kept ones')
             self._emit(merged, row)
 
     def _emit(self, session: KeySession, row: int | None) -> None:
@@ -153,9 +157,9 @@ class KeySessions:
         stream."""
         if bound is not None:
             self.bound = bound if self.bound is None else max(self.bound, bound)
-        done = [s for s in self.open if row is None or self._passed(self._end(s))]
+        done = [s for s in self.open if row is None or self._passed(self.end(s))]
         for session in sorted(done, key=lambda s: s.start):
             self._emit(session, row)
-        kept = [s for s in self.sessions if not (s.closed and self._passed(self._end(s) + self.lateness))]
+        kept = [s for s in self.sessions if not (s.closed and self._passed(self.end(s) + self.lateness))]
         if len(kept) < len(self.sessions):
             self.sessions, self.starts = kept, [s.start for s in kept]

@@ -67,6 +67,8 @@ from wid.compiler.text import WindowQuery
 
 END_COLUMN = "wid_end"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+#: A tuple's own session end ``x + g`` (a gap per tuple), computed on the tuples WHERE keeps.
+REACH = "_wid_reach"
 STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
 def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column]) -> DataFrame:
     """``frame`` as exactly ``fields`` (in order): ``given`` expressions, other columns NULL."""
@@ -137,7 +139,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
 
     tagged = compiled.tagged
     keys = [k for k in compiled.keys if k not in compiled.spec.extent_columns]  # extents: from the step's partials
-    formed = sessions(compiled.spec, tagged)
+    formed = sessions(compiled.spec, tagged)  # (gap, x, each tuple's end: a gap per tuple)
     own = live_step(compiled.spec, compiled)  # slide-by-tuple windows: replay's scan, in one bucket
     if own is not None:
         buckets = 1
@@ -145,6 +147,11 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     if formed is not None:  # each session's least and largest x: its start and last; only WHERE's tuples
         aggregates += [Aggregate("_wid_start", "min", formed[1]), Aggregate("_wid_last", "max", formed[1])]
         tagged = tagged.where(column(KEPT)).drop(KEPT)
+        if formed[2] is not None:  # and its end, the largest of its tuples' (their gaps checked after WHERE)
+            compiled = replace(compiled, tagged=compiled.tagged.withColumn(REACH, formed[2]))  # the state's types
+            tagged = tagged.withColumn(REACH, formed[2])
+            aggregates.append(Aggregate("_wid_reach", "max", REACH))
+            formed = (None, formed[1], REACH)
     payload = list(tuples.columns)
     values = [a.arg for a in aggregates if a.arg is not None]
     scanned = list(scan.columns) if scan is not None else list(own.columns) if own is not None else []
@@ -218,8 +225,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
     if formed is not None:
-        first, last = (column(name) for name, _ in partial_names(aggregates)[-2:])
-        extents = live_extents(compiled.spec, first, last, tagged)
+        ends = [column(name) for name, _ in partial_names(aggregates)[-3 if formed[2] else -2:]]
+        extents = live_extents(compiled.spec, *ends[:2], tagged, *ends[2:])
     if own is not None:
         out = out.withColumn(WID, own.wid(column(WID)))
     keys = [k for k in keys if k not in nan.flags.values()]

@@ -3,11 +3,12 @@
 
 The step is the same as :class:`wid.stream.live.state.PaneProcessor` (its module doc states it)
 and sees the same elements, as Spark rows instead of Arrow cells: Spark's ``transformWithState``
-hands the JVM a bucket's rows with no Python in between. The records of the ``spread`` columns
-that every bucket needs reach the other buckets as mark rows, as :func:`wid.stream.live.input.pack`
-sends them (``PaneStep.Route``, a ``mapPartitions`` on the JVM). The layout travels as JSON
-(:func:`layout_json`). Sessions, slide-by-tuple, SPL and Flink windows keep
-their Python steps.
+hands the JVM a bucket's rows with no Python in between. Timestamps travel as epoch
+microseconds (longs): the JVM's row encoder would make a ``java.sql.Timestamp`` of each. The
+records of the ``spread`` columns that every bucket needs reach the other buckets as mark rows,
+as :func:`wid.stream.live.input.pack` sends them (``PaneStep.Route``, a ``mapPartitions`` over
+the tuples' bucket, row_num and spread columns). The layout travels as JSON (:func:`layout_json`).
+Sessions, slide-by-tuple, SPL and Flink windows keep their Python steps.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import logging
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType, TimestampType
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, in_order
 from wid.jvm import unavailable
@@ -120,4 +122,10 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
         return None
     step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
     elements = in_order(elements, "tuple or punctuation")  # before the JVM's row encoder meets a NULL
-    return DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)
+    timestamps = {f.name for f in elements.schema.fields if isinstance(f.dataType, TimestampType)}
+    step["output"]["fields"] = [{**f, "type": "long"} if f["name"] in timestamps and f["type"] == "timestamp" else f
+                                for f in step["output"]["fields"]]
+    elements = elements.select(*[F.unix_micros(c).alias(c) if c in timestamps else F.col(c) for c in elements.columns])
+    out = DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)
+    return out.select(*[F.timestamp_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType) else f.name
+                        for f in layout.output.fields])

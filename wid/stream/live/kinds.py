@@ -57,21 +57,30 @@ def live_step(spec: WindowSpec, compiled: CompiledQuery) -> SlideStep | None:
     return None
 
 
-@singledispatch
-def sessions(spec: WindowSpec, tagged: DataFrame) -> tuple[Fraction, str] | None:
-    """``(gap, column of exact x)`` of ``tagged`` (live Bucket's output) when the stateful step
-    forms the kind's windows as sessions per key; None: ranges.
+#: How the stateful step forms sessions: the constant gap (None: a gap per tuple), the column of
+#: exact ``x``, and each tuple's own end ``x + g`` (with a gap per tuple; else None).
+Formed = tuple[Fraction | None, str, Column | None]
 
-    >>> sessions(Session(1.5, "ts"), spark.table("readings"))[0]
-    Fraction(3, 2)
+
+@singledispatch
+def sessions(spec: WindowSpec, tagged: DataFrame) -> Formed | None:
+    """``(gap, column of exact x, end)`` of ``tagged`` (live Bucket's output) when the stateful
+    step forms the kind's windows as sessions per key; None: ranges.
+
+    >>> sessions(Session(1.5, "ts"), spark.table("readings"))
+    (Fraction(3, 2), 'ts', None)
+    >>> gap, x, end = sessions(Session("v", "row_num"), spark.table("readings"))  # a gap per tuple
+    >>> gap, x, spark.table("readings").select("row_num", "v", end.alias("end")).first()
+    (None, 'row_num', Row(row_num=0, v=5, end=5))
     """
     return None
 
 
 @singledispatch
-def live_extents(spec: WindowSpec, first: Column, last: Column, tagged: DataFrame) -> dict[str, Column]:
-    """The extent columns of a session from its least and largest exact ``x`` (kinds with
-    :func:`sessions` only).
+def live_extents(spec: WindowSpec, first: Column, last: Column, tagged: DataFrame,
+                 reach: Column | None = None) -> dict[str, Column]:
+    """The extent columns of a session from its least and largest exact ``x`` and, with a gap per
+    tuple, ``reach``: its end, the largest end of its tuples (kinds with :func:`sessions` only).
 
     >>> from pyspark.sql import functions as F
     >>> sorted(live_extents(Session(1.5, "ts"), F.col("ts"), F.col("ts"), spark.table("readings")))
@@ -97,16 +106,19 @@ def _(spec: SlideByTuple, compiled: CompiledQuery) -> SlideStep:
 
 
 @sessions.register
-def _(spec: Session, tagged: DataFrame) -> tuple[Fraction, str]:
-    """The gap and the column of exact ``x`` (:func:`wid.bucket.session.gap_in_x`, :func:`~wid.bucket.session.exact_x`)."""
+def _(spec: Session, tagged: DataFrame) -> Formed:
+    """The gap, the column of exact ``x`` and a tuple's end (:func:`wid.bucket.session.gap_in_x`,
+    :func:`~wid.bucket.session.exact_x`, :func:`~wid.bucket.session.end_x`)."""
     dtype = attribute_type(tagged, spec.wattr)
-    return session.gap_in_x(spec, dtype), session.exact_x(spec, dtype)
+    if spec.dynamic:
+        return None, session.exact_x(spec, dtype), session.end_x(tagged, spec)
+    return session.gap_in_x(spec, dtype), session.exact_x(spec, dtype), None
 
 
 @live_extents.register
-def _(spec: Session, first: Column, last: Column, tagged: DataFrame) -> dict[str, Column]:
+def _(spec: Session, first: Column, last: Column, tagged: DataFrame, reach: Column | None = None) -> dict[str, Column]:
     """``session_start`` and ``session_end`` (:func:`wid.bucket.session.extents_of`)."""
-    return session.extents_of(first, last, attribute_type(tagged, spec.wattr), spec)
+    return session.extents_of(first, last, attribute_type(tagged, spec.wattr), spec, reach)
 
 
 for generic in (live_scan, live_step, sessions, live_extents):  # an Unfinished kind: its own kind's step

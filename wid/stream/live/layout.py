@@ -46,12 +46,12 @@ def bound_type(tagged: DataFrame, marks: Marks, x: str) -> DataType:
 
 def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggregate], marks: Marks,
               payload: list[str], consistent: bool, on_all: bool, tagger: Tagger | None,
-              sessions: tuple[Fraction, str] | None, closed_type: DataType, wid_type: DataType = LongType(),
+              sessions: tuple[Fraction | None, str, str | None] | None, closed_type: DataType, wid_type: DataType = LongType(),
               present: dict[str, str] | None = None) -> Layout:
     """The stateful step's view of the query (:class:`wid.stream.live.state.PaneProcessor`);
     state and output types as Spark's own (sessions: a pane is a key's open session; ``wid_type``:
     the output window-id's, ``wid_x``'s for slide-by-tuple windows; ``present``: as
-    :attr:`Bounds.present`).
+    :attr:`Bounds.present`; ``sessions``: :attr:`Layout.gap`, :attr:`~Layout.x`, :attr:`~Layout.reach`).
 
     >>> from wid.compiler.query import compile_query
     >>> compiled = compile_query(spark, "SELECT k, avg(v) AS m FROM readings [RANGE 4 SLIDE 2 WATTR ts] GROUP BY k")
@@ -83,4 +83,4 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
                   own=bool(marks.pattern) or tagger is not None, on_all=on_all, shift=marks.shift,
                   consistent=consistent, pane_schema=panes, closed_schema=closed, output=output,
                   tagger=tagger, open=compiled.spec.open_end, **({} if sessions is None else
-                                                                 {"gap": sessions[0], "x": sessions[1]}))
+                                                                 dict(zip(("gap", "x", "reach"), sessions))))

@@ -250,9 +250,14 @@ def stop(query: StreamingQuery, directory: str | Path, flush: bool = False) -> N
 
 
 def _failure(error: Exception) -> WidError:
-    """wid's own message when one of its checks (in a processor or a Column) failed the query."""
+    """wid's own message when one of its checks (a :class:`WidError` in a processor, or a Column's
+    ``raise_error``) failed the query.
+
+    >>> _failure(Exception("[PYTHON_EXCEPTION] ...\\nwid.errors.WidError: the checkpoint's state has another layout"))
+    WidError("the checkpoint's state has another layout")
+    """
     text = str(error).split("=== Streaming Query ===")[0]  # not the plan dump after it
-    found = re.findall(r"wid: ([^\n]*?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE)  # the last: the raised one
+    found = re.findall(r"(?:wid|WidError): ([^\n]*?)(?: SQLSTATE: \w+)?$", text, re.MULTILINE)  # the last: raised
     return WidError(found[-1] if found else f"live query failed: {text.splitlines()[0]}")
 
 

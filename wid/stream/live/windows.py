@@ -162,7 +162,9 @@ class Layout:
     marks; ``open``: ranges have an open end (landmark windows, ``wid_hi`` NULL), closed at the
     largest ``wid_lo`` seen; ``gap`` (session windows): tuples form sessions per key with this
     gap in the units of their exact ``x`` (column ``x``), and the last two partials are the
-    least and largest ``x`` (:mod:`wid.stream.live.sessions.steps`).
+    least and largest ``x`` (:mod:`wid.stream.live.sessions.steps`); ``reach`` (sessions with a
+    gap per tuple, ``gap`` None): the column of each tuple's own end ``x + g``, and a third
+    last partial, the session's end (the largest of its tuples').
 
     >>> layout = Layout(("k",), Bounds(("k",), (("k",),)), ("row_num", "k", "v"),
     ...                 (Aggregate("n", "count"), Aggregate("m", "avg", "v")), own=False, on_all=False, shift=0,
@@ -186,6 +188,7 @@ class Layout:
     open: bool = False
     gap: Fraction | None = None
     x: str = WID_X
+    reach: str | None = None
 
     @property
     def partials(self) -> list[str]:

@@ -131,11 +131,13 @@ class Peaks:
         return self.peaks.dtype.kind == "i"
 
 
-def _whole(scan: KeySessions, xs: np.ndarray, peaks: list[Peaks]) -> bool:
+def _whole(scan: KeySessions, xs: np.ndarray, peaks: list[Peaks], reaches: np.ndarray | None) -> bool:
     """Every number whole and within ``±2**62``: int64 arithmetic is exact (sums and
     differences fit), else the numbers go as exact objects."""
-    known = [scan.gap, *(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound])]
+    known = [*(s.last for s in scan.sessions), *([] if scan.bound is None else [scan.bound])]
+    known += [scan.gap] if reaches is None else [s.reach for s in scan.sessions]
     return (xs.dtype.kind == "i" and _small(xs) and all(p.whole and _small(p.peaks) for p in peaks)
+            and (reaches is None or (reaches.dtype.kind == "i" and _small(reaches)))
             and all(isinstance(v, int) and -_SMALL < v < _SMALL for v in known))
 
 
@@ -150,11 +152,17 @@ def _on_time(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, peaks: list[Pe
 
 
 def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
-                     opened: int) -> Emitted | None:
+                     opened: int, reaches: np.ndarray | None = None) -> Emitted | None:
     """The key's batch at once (module doc), or None (nothing done) unless its tuples come in
     order and on time: tuple ``j`` of the batch (``j`` in ``js``, member ``opened + j``) at
-    ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key.
-    Returns what the sessions emitted; ``scan`` keeps the open ones and the next id.
+    ``xs[i]`` arriving at row ``rows[i]``, and the punctuations ``peaks`` binding the key;
+    ``reaches``: each tuple's own end ``x + h`` (a gap per tuple, ``scan.gap`` None). Returns
+    what the sessions emitted; ``scan`` keeps the open ones and the next id.
+
+    With a gap per tuple a session's end is the largest ``x + h`` so far: in ``x`` order the
+    running max of ``reaches`` (from the tail's end) is, at each tuple, the end of the session
+    before it (a later run's ends pass every earlier one's), a run breaks where ``x`` is above
+    it, and the runs' ends rise with their starts as with a constant gap.
 
     Gap 2: 1 and 2 (at rows 1 and 2) form a session ending at 4, emitted at row 4 (bound 5, not
     at row 3: bound 4 does not pass it); 5 opens the next, which 7 (= 5 + 2, row 6) joins:
@@ -166,14 +174,32 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     [[1, 0], [0, 0], [4, 4]]
     >>> [(s.start, s.last, s.members) for s in scan.open], scan.next_id
     ([(5, 7, [3, 2])], 1)
+
+    Gaps per tuple: 1 (gap 5) and 2 (gap 1) end at 6, which 5 joins (its gap 1: ends at 6); 8
+    opens the next:
+
+    >>> scan = KeySessions(None, bound=0)
+    >>> [a.tolist() for a in advance_in_order(scan, np.array([1, 2, 4, 6]), np.array([1, 2, 5, 8]),
+    ...                                       np.arange(4), [Peaks.running(np.array([7]), np.array([7]))],
+    ...                                       opened=0, reaches=np.array([6, 3, 6, 9]))]
+    [[2, 1, 0], [0, 0, 0], [7, 7, 7]]
+    >>> [(s.start, s.last, s.reach) for s in scan.open]
+    [(8, 8, 9)]
     """
-    whole = _whole(scan, xs, peaks)
+    whole = _whole(scan, xs, peaks, reaches)
     kind = "int64" if whole else object
     xs, gap = xs.astype(kind), scan.gap
     if not _on_time(scan, rows, xs, peaks, whole):
         return None
-    tail = scan.sessions[-1] if scan.sessions and xs[0] <= scan.sessions[-1].last + gap else None
-    firsts = np.flatnonzero(np.append(True, (xs[1:] > xs[:-1] + gap).astype(bool)))
+    tail = scan.sessions[-1] if scan.sessions and xs[0] <= scan.end(scan.sessions[-1]) else None
+    if reaches is None:
+        firsts = np.flatnonzero(np.append(True, (xs[1:] > xs[:-1] + gap).astype(bool)))
+    else:  # the end of the session before each tuple: the running max of the ends (from the tail's)
+        reach = reaches.astype(kind)
+        if tail is not None:
+            reach = np.append(np.asarray([tail.reach], dtype=kind), reach)
+        reach = np.maximum.accumulate(reach)[-len(xs):]
+        firsts = np.flatnonzero(np.append(True, (xs[1:] > reach[:-1]).astype(bool)))
     lasts = np.append(firsts[1:], len(xs)) - 1
     # the sessions in start order: the open ones before the batch, then the batch's (the first with the tail)
     old = sorted((s for s in scan.open if s is not tail), key=lambda s: s.start)
@@ -184,7 +210,8 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     member = np.concatenate([opened + js[latest], np.asarray([m for s in held for m in s.members], dtype="int64")])
     by = np.argsort(group, kind="stable")  # the tail's members after the first run's tuples
     group, member = group[by], member[by]
-    ends = np.concatenate([np.asarray([s.last + gap for s in old], dtype=kind), xs[lasts] + gap])
+    ends = np.concatenate([np.asarray([scan.end(s) for s in old], dtype=kind),
+                           xs[lasts] + gap if reaches is None else reach[lasts]])
     due = reduce(np.minimum, (p.passing_each(ends) for p in peaks), np.full(len(ends), _NEVER))
     done = due < _NEVER
     wid = scan.next_id + np.cumsum(done) - 1
@@ -193,7 +220,8 @@ def advance_in_order(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np
     if tail is not None:
         first[len(old)] = tail.start
     split = np.searchsorted(group, np.arange(len(due) + 1))
-    scan.open = [KeySession(first[g], last[g], member[split[g]:split[g + 1]].tolist())
+    reached = [None] * len(ends) if reaches is None else ends.tolist()
+    scan.open = [KeySession(first[g], last[g], member[split[g]:split[g + 1]].tolist(), reach=reached[g])
                  for g in np.flatnonzero(~done).tolist()]
     scan.sessions, scan.starts = list(scan.open), [s.start for s in scan.open]
     scan.next_id += int(done.sum())

@@ -88,13 +88,17 @@ def _bounds_before(present: pd.DataFrame, stored: pd.DataFrame, layout: Layout) 
 
 def _scans(present: pd.DataFrame, state: SessionState, layout: Layout) -> list[KeySessions]:
     """Per key of ``present``: its bound ``B``, next id and open sessions from the state (member
-    ``i``: the partials of ``state.opened``'s row ``i``)."""
-    keys, (first, last) = list(layout.keys), layout.partials[-2:]
-    gap = int(layout.gap) if layout.gap.denominator == 1 else layout.gap  # whole: ints stay ints (fast)
+    ``i``: the partials of ``state.opened``'s row ``i``; a gap per tuple: the last partial is the
+    session's end, its ``reach``)."""
+    keys, gap = list(layout.keys), layout.gap
+    first, last, *reach = layout.partials[-3:] if layout.reach else layout.partials[-2:]
+    if gap is not None and gap.denominator == 1:
+        gap = int(gap)  # whole: ints stay ints (fast)
+    ends = state.opened[reach[0]].tolist() if reach else [None] * len(state.opened)
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
-    for i, (k, s, e) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
-                                      state.opened[last].tolist())):
-        sessions[k].append(KeySession(exact_value(s), exact_value(e), [i]))
+    for i, (k, s, e, r) in enumerate(zip(_keyed(state.opened, present, keys).tolist(), state.opened[first].tolist(),
+                                         state.opened[last].tolist(), ends)):
+        sessions[k].append(KeySession(exact_value(s), exact_value(e), [i], reach=None if r is None else exact_value(r)))
     if keys:
         counts = matched(present, state.counts, keys, COUNT).astype("float64").fillna(0).astype("int64").tolist()
     else:

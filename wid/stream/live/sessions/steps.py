@@ -4,7 +4,8 @@ windows, per bucket and micro-batch: each key's sessions
 and punctuations in arrival order.
 
 The state holds, per key, the *open* sessions with their partials (:mod:`wid.stream.live.panes`;
-the last two are the least and largest ``x``: the session's start and last) and the count of
+the last two are the least and largest ``x``: the session's start and last; with a gap per
+tuple a third follows, the session's end: the largest ``x + g`` of its tuples) and the count of
 its emitted sessions (its next id). An emitted session is forgotten at once (allowed lateness
 0: its cleanup time is its end, which the bound has passed), as Flink's merging windows: a
 later tuple touching it opens a session of its own, or is late (no id) when that one would be
@@ -23,17 +24,17 @@ from wid.stream.live.arrival import stack, tally
 from wid.stream.live.sessions.scans import SessionState, key_scans
 from wid.stream.live.windows import Layout
 from wid.stream.live.panes import merge, tuple_partials
-from wid.stream.live.sessions.runs import Emitted, Peaks, advance_in_order
+from wid.stream.live.sessions.runs import Emitted, Peaks, advance_in_order, exact_values
 from wid.stream.sessions import KeySessions, Number
 
 _SESSION = "_wid_session"
 
 
 def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.ndarray, peaks: list[Peaks],
-                 opened: int) -> Emitted | None:
+                 opened: int, reaches: np.ndarray | None) -> Emitted | None:
     """One key's batch: its tuples (``row_num`` s ``rows`` at ``xs``, tuple ``j`` of the batch
     for ``j`` in ``js``, member ``opened + j``: its partials follow the ``opened`` open
-    sessions') in arrival order, and between them the punctuations binding it, each open
+    sessions'; ``reaches``: each one's own end ``x + h``, None: a constant gap) in arrival order, and between them the punctuations binding it, each open
     session emitted at the first that passes its end (in ``row_num`` order, as
     :meth:`KeySessions.punctuate` one at a time would). Tuples in order and on time go at once
     (:func:`wid.stream.live.sessions.runs.advance_in_order`): it returns their emissions, the others are in
@@ -44,20 +45,21 @@ def _advance_key(scan: KeySessions, rows: np.ndarray, xs: np.ndarray, js: np.nda
 
     def emit(reached: Number | None) -> None:  # the sessions whose end the bound ``reached`` passes
         while reached is not None:
-            ends = [s.last + scan.gap for s in scan.open if s.last + scan.gap < reached]
+            ends = [end for s in scan.open if (end := scan.end(s)) < reached]
             if not ends:
                 return
             first = min(row for end in ends for p in peaks if (row := p.passing(end)) is not None)
             scan.punctuate(first, bound(first, strictly=False))
 
-    fast = advance_in_order(scan, rows, xs, js, peaks, opened)
+    fast = advance_in_order(scan, rows, xs, js, peaks, opened, reaches)
     if fast is None:
-        for row, x, j in zip(rows.tolist(), xs.tolist(), js.tolist()):
+        ends = [None] * len(xs) if reaches is None else reaches.tolist()
+        for row, x, j, end in zip(rows.tolist(), xs.tolist(), js.tolist(), ends):
             reached = bound(row)
             emit(reached)
             if reached is not None:
                 scan.punctuate(row, reached)  # nothing is due now: the bound for the tuple's own check
-            scan.arrive(j, x, opened + j)  # late: keyed by j
+            scan.arrive(j, x, opened + j, None if end is None else end - x)  # late: keyed by j
         emit(bound(None))
     return fast
 
@@ -68,7 +70,8 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     (keys, ``layout.x``, values, payload) and ``punctuations`` (``row_num``, pattern columns,
     ``wid_closed`` in ``x`` units), each in arrival order, and the state before it. Per key, in
     arrival order, each tuple arrives and each punctuation binding the key raises its bound
-    ``B`` (:class:`KeySessions`, gap ``layout.gap``); the end of the stream emits the open
+    ``B`` (:class:`KeySessions`, gap ``layout.gap``, or each tuple's own: its end in column
+    ``layout.reach`` less its ``x``); the end of the stream emits the open
     sessions. Out: the emitted sessions (keys, ``wid``, partials, ``emit_row``), the late rows
     (payload, ``wid`` NULL) and the state after.
 
@@ -97,12 +100,14 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     tuples, opened = tuples.reset_index(drop=True), state.opened.reset_index(drop=True)
     owner, xs, scans, key_peaks = key_scans(tuples, punctuations, replace(state, opened=opened), layout)
     order = np.argsort(owner, kind="stable")  # by key, in arrival order
+    reaches = None if layout.reach is None else exact_values(tuples[layout.reach])[order]
     rows, xs = tuples["row_num"].to_numpy("int64")[order], xs[order]
     cuts = np.searchsorted(owner[order], np.arange(len(scans) + 1))
     fast: list[Emitted] = []
     for k, (scan, peaks) in enumerate(zip(scans, key_peaks)):
         mine = slice(cuts[k], cuts[k + 1])
-        if (emitted := _advance_key(scan, rows[mine], xs[mine], order[mine], peaks, len(opened))) is not None:
+        if (emitted := _advance_key(scan, rows[mine], xs[mine], order[mine], peaks, len(opened),
+                                    None if reaches is None else reaches[mine])) is not None:
             fast.append(emitted)
         if end:
             scan.punctuate(None, None)

@@ -19,6 +19,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -44,6 +45,8 @@ import org.apache.spark.sql.types.StructType;
 public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   static final int TUPLE = 0, MARK = 1, PUNCTUATION = 2, END = 3;
   static final long NONE = Long.MIN_VALUE, OPEN = Long.MAX_VALUE - 1;
+  static final int SUM = 0, MIN = 1, MAX = 2;
+  static final int NOTHING = 0, KIND = 1, KEY = 2, PARTIAL = 3, WINDOW = 4, EMIT = 5, PAYLOAD = 6;
 
   /** The bucket's state: panes, the bound table, pending marks, ROWS counts, the last element, top. */
   static final class Bucket implements Serializable {
@@ -87,7 +90,8 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   private final String[] how, type;
   private final int[] arg;
   private final long[] tagLo, tagHi, tagClosed;
-  private final String[] resultFrom, lateFrom;
+  private final int[] merge;  // per partial: SUM (also counts), MIN or MAX
+  private final int[] resultFrom, resultAt, lateFrom, lateAt;  // per output column: its source and index
   private transient ValueState<byte[]> state;
 
   public PaneStep(String json) throws IOException {
@@ -105,47 +109,73 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     consistent = c.get("consistent").asBoolean(); open = c.get("open").asBoolean(); shift = c.get("shift").asLong();
     JsonNode parts = c.get("partials");
     how = new String[parts.size()]; type = new String[parts.size()]; arg = new int[parts.size()];
+    merge = new int[parts.size()];
     for (int i = 0; i < parts.size(); i++) {
       how[i] = parts.get(i).get("how").asText(); type[i] = parts.get(i).get("type").asText();
       arg[i] = parts.get(i).get("arg").asInt();
+      merge[i] = how[i].equals("min") ? MIN : how[i].equals("max") ? MAX : SUM;
     }
     JsonNode t = c.get("tagger");
     tagLo = t.isNull() ? null : longs(t.get("lo"));
     tagHi = t.isNull() ? null : longs(t.get("hi"));
     tagClosed = t.isNull() ? null : longs(t.get("closed"));
-    resultFrom = strings(c.get("result")); lateFrom = strings(c.get("late"));
+    String[] result = strings(c.get("result")), late = strings(c.get("late"));
+    resultFrom = new int[result.length]; resultAt = new int[result.length];
+    for (int i = 0; i < result.length; i++) {
+      String from = result[i];
+      resultFrom[i] = from == null ? NOTHING : from.equals("kind") ? KIND : from.charAt(0) == 'k' ? KEY
+          : from.charAt(0) == 'a' ? PARTIAL : from.equals("w") ? WINDOW : EMIT;
+      resultAt[i] = resultFrom[i] == KEY || resultFrom[i] == PARTIAL ? Integer.parseInt(from.substring(1)) : -1;
+    }
+    lateFrom = new int[late.length]; lateAt = new int[late.length];
+    for (int i = 0; i < late.length; i++) {
+      String from = late[i];
+      lateFrom[i] = from == null ? NOTHING : from.equals("kind") ? KIND : from.charAt(0) == 'p' ? PAYLOAD : WINDOW;
+      lateAt[i] = lateFrom[i] == PAYLOAD ? payload[Integer.parseInt(from.substring(1))] : -1;
+    }
   }
 
   /**
    * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
    * state keys: each bucket a partition of its own): its output rows. When every bucket needs the
-   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks.
+   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks,
+   * from the tuples' bucket, row_num and spread columns only (the elements go to the step as they are).
    */
   public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
     PaneStep step = new PaneStep(json);
     JsonNode c = new ObjectMapper().readTree(json);
     int bucket = c.get("bucket").asInt();
     int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
-    Dataset<Row> routed = spread.length == 0 || keys.length == 1 ? elements
-        : elements.mapPartitions(new Route(bucket, step.kind, step.rowNum, keys.length, spread),
-                                 Encoders.row(elements.schema()));
+    Dataset<Row> routed = elements;
+    if (spread.length > 0 && keys.length > 1) {
+      String[] names = elements.columns();
+      Column[] narrow = new Column[spread.length + 2];
+      narrow[0] = elements.col(names[bucket]);
+      narrow[1] = elements.col(names[step.rowNum]);
+      for (int i = 0; i < spread.length; i++) narrow[i + 2] = elements.col(names[spread[i]]);
+      Dataset<Row> tuples = elements.where(elements.col(names[step.kind]).equalTo(TUPLE)).select(narrow);
+      routed = elements.union(tuples.mapPartitions(
+          new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
+          Encoders.row(elements.schema())));
+    }
     return routed.groupByKey((MapFunction<Row, Integer>) r -> keys[r.getInt(bucket)], Encoders.INT())
         .transformWithState(step, TimeMode.None(), OutputMode.Append(), Encoders.row(step.output));
   }
 
   /**
-   * The elements as they are and, per chunk of a partition, the tuples that carry a record of a
-   * spread column (above every earlier tuple of the chunk in row_num order) and the chunk's last
-   * tuple, as mark rows (row_num, the spread columns, kind 1) to every other bucket: what
-   * wid.stream.live.input.pack sends them.
+   * Per chunk of a partition of tuples (bucket, row_num, the spread columns), the tuples that carry
+   * a record of a spread column (above every earlier tuple of the chunk in row_num order) and the
+   * chunk's last tuple, as mark rows of the elements' schema (row_num, the spread columns, kind 1)
+   * to every other bucket: what wid.stream.live.input.pack sends them.
    */
   static final class Route implements MapPartitionsFunction<Row, Row> {
     static final int CHUNK = 8192;
-    private final int bucket, kind, rowNum, buckets;
+    private final int width, bucket, kind, rowNum, buckets;
     private final int[] spread;
 
-    Route(int bucket, int kind, int rowNum, int buckets, int[] spread) {
-      this.bucket = bucket; this.kind = kind; this.rowNum = rowNum; this.buckets = buckets; this.spread = spread;
+    Route(StructType schema, int bucket, int kind, int rowNum, int buckets, int[] spread) {
+      this.width = schema.size(); this.bucket = bucket; this.kind = kind; this.rowNum = rowNum;
+      this.buckets = buckets; this.spread = spread;
     }
 
     @Override
@@ -155,7 +185,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
 
         @Override
         public boolean hasNext() {
-          while (!chunk.hasNext() && input.hasNext()) chunk = chunkOf(input).iterator();
+          while (!chunk.hasNext() && input.hasNext()) chunk = marksOf(input).iterator();
           return chunk.hasNext();
         }
 
@@ -167,32 +197,31 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
       };
     }
 
-    private List<Row> chunkOf(java.util.Iterator<Row> input) {
-      ArrayList<Row> rows = new ArrayList<>();
-      while (rows.size() < CHUNK && input.hasNext()) rows.add(input.next());
+    /** The marks of the next chunk of tuples (narrow rows: bucket, row_num, spread columns). */
+    private List<Row> marksOf(java.util.Iterator<Row> input) {
       ArrayList<Row> tuples = new ArrayList<>();
-      for (Row r : rows) if (r.getInt(kind) == TUPLE) tuples.add(r);
-      tuples.sort(Comparator.comparingLong(r -> r.getLong(rowNum)));
+      while (tuples.size() < CHUNK && input.hasNext()) tuples.add(input.next());
+      tuples.sort(Comparator.comparingLong(r -> r.getLong(1)));
       long[] high = new long[spread.length];
       Arrays.fill(high, NONE);
-      ArrayList<Row> out = new ArrayList<>(rows);
+      ArrayList<Row> out = new ArrayList<>();
       for (int t = 0; t < tuples.size(); t++) {
         Row r = tuples.get(t);
         boolean record = t == tuples.size() - 1;
         for (int i = 0; i < spread.length; i++) {
-          if (!r.isNullAt(spread[i]) && r.getLong(spread[i]) > high[i]) {
+          if (!r.isNullAt(i + 2) && r.getLong(i + 2) > high[i]) {
             record = true;
-            high[i] = r.getLong(spread[i]);
+            high[i] = r.getLong(i + 2);
           }
         }
         if (!record) continue;
         for (int b = 0; b < buckets; b++) {
-          if (b == r.getInt(bucket)) continue;
-          Object[] mark = new Object[r.length()];
-          mark[rowNum] = r.get(rowNum);
+          if (b == r.getInt(0)) continue;
+          Object[] mark = new Object[width];
+          mark[rowNum] = r.get(1);
           mark[bucket] = b;
           mark[kind] = MARK;
-          for (int i : spread) mark[i] = r.get(i);
+          for (int i = 0; i < spread.length; i++) mark[spread[i]] = r.get(i + 2);
           out.add(RowFactory.create(mark));
         }
       }
@@ -376,34 +405,63 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
         b.panes.merge(pane, tuplePartials(t.row), this::combine);
       }
     }
-    HashMap<List<Object>, Object[]> windows = new HashMap<>();
-    HashMap<List<Object>, Object[]> left = new HashMap<>();
     int k = keys.length;
+    HashMap<List<Object>, ArrayList<Map.Entry<List<Object>, Object[]>>> byKey = new HashMap<>();
     for (Map.Entry<List<Object>, Object[]> e : b.panes.entrySet()) {
-      List<Object> pane = e.getKey();
-      long pLo = (Long) pane.get(k), pHi = (Long) pane.get(k + 1);
-      long upTo = end ? Long.MAX_VALUE : closedFor(b.bounds, patternOfKeys(pane));
-      if (open && pHi == OPEN) upTo = Math.min(upTo, top);
-      long last = Math.min(pHi, upTo);
-      for (long w = pLo; w <= last && w >= pLo; w++) {
-        List<Object> window = new ArrayList<>(pane.subList(0, k));
-        window.add(w);
-        windows.merge(window, e.getValue().clone(), this::combine);
-        if (w == Long.MAX_VALUE) break;
+      byKey.computeIfAbsent(new ArrayList<>(e.getKey().subList(0, k)), x -> new ArrayList<>()).add(e);
+    }
+    Map<List<Object>, long[][]> firsts = firsts(punctuations);
+    HashMap<List<Object>, Object[]> left = new HashMap<>();
+    for (Map.Entry<List<Object>, ArrayList<Map.Entry<List<Object>, Object[]>>> g : byKey.entrySet()) {
+      List<Object> key = g.getKey();
+      Object[] values = patternOfKeys(key);
+      long closedHere = end ? Long.MAX_VALUE : closedFor(b.bounds, values);
+      ArrayList<Span> spans = new ArrayList<>();
+      ArrayList<Map.Entry<List<Object>, Object[]>> cuts = new ArrayList<>();
+      for (Map.Entry<List<Object>, Object[]> e : g.getValue()) {
+        long pLo = (Long) e.getKey().get(k), pHi = (Long) e.getKey().get(k + 1);
+        long upTo = open && pHi == OPEN ? Math.min(closedHere, top) : closedHere;
+        long last = Math.min(pHi, upTo);
+        if (last >= pLo) spans.add(new Span(pLo, last, e.getValue()));
+        if (!end && pHi > upTo) {
+          List<Object> cut = new ArrayList<>(key);
+          cut.add(Math.max(pLo, last + 1));
+          cut.add(pHi);
+          cuts.add(Map.entry(cut, e.getValue()));
+        }
       }
-      if (!end && pHi > upTo) {
-        List<Object> cut = new ArrayList<>(pane.subList(0, k));
-        cut.add(Math.max(pLo, last + 1));
-        cut.add(pHi);
-        left.merge(cut, e.getValue(), this::combine);
-      }
+      sweep(key, spans, runsOf(firsts, values), out);
+      for (Map.Entry<List<Object>, Object[]> cut : cuts) left.merge(cut.getKey(), cut.getValue(), this::combine);
     }
     b.panes = left;
-    Map<List<Object>, long[][]> firsts = firsts(punctuations);
-    for (Map.Entry<List<Object>, Object[]> e : windows.entrySet()) {
-      List<Object> window = e.getKey();
-      long w = (Long) window.get(k);
-      out.add(resultRow(window, w, emitRow(firsts, window, w), e.getValue()));
+  }
+
+  /** A pane's windows that close now, {@code lo .. last}, and its partials. */
+  static final class Span {
+    final long lo, last;
+    final Object[] partials;
+    Span(long lo, long last, Object[] partials) { this.lo = lo; this.last = last; this.partials = partials; }
+  }
+
+  /**
+   * The windows of one key's closing panes, in id order: window w merges the spans holding it
+   * (lo <= w <= last). One sweep over the ids the spans cover, each span entering at its lo and
+   * leaving after its last: no window is looked up in a map.
+   */
+  private void sweep(List<Object> key, ArrayList<Span> spans, long[][][] runs, List<Row> out) {
+    spans.sort(Comparator.comparingLong((Span s) -> s.lo));
+    ArrayList<Span> active = new ArrayList<>();
+    int next = 0;
+    long w = Long.MIN_VALUE;
+    while (next < spans.size() || !active.isEmpty()) {
+      if (active.isEmpty()) w = Math.max(w, spans.get(next).lo);
+      while (next < spans.size() && spans.get(next).lo <= w) active.add(spans.get(next++));
+      final long at = w;
+      active.removeIf(s -> s.last < at);
+      if (active.isEmpty()) continue;
+      out.add(resultRow(key, w, emitRow(runs, w), fold(active)));
+      if (w == Long.MAX_VALUE) break;
+      w++;
     }
   }
 
@@ -495,26 +553,34 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     return out;
   }
 
-  /** Partials merged: sums (NULL only when both are), min, max. */
+  /** Partials merged into {@code a} (a pane's own array): sums (NULL only when both are), min, max. */
   private Object[] combine(Object[] a, Object[] b) {
-    Object[] out = a.clone();
+    for (int i = 0; i < how.length; i++) a[i] = merged(i, a[i], b[i]);
+    return a;
+  }
+
+  /** The partials of spans merged, in a new array. */
+  private Object[] fold(List<Span> spans) {
+    Object[] out = new Object[how.length];
     for (int i = 0; i < how.length; i++) {
-      Object x = a[i], y = b[i];
-      if (x == null || y == null) {
-        out[i] = x == null ? y : x;
-      } else if (how[i].equals("min")) {
-        out[i] = compare(y, x) < 0 ? y : x;
-      } else if (how[i].equals("max")) {
-        out[i] = compare(y, x) > 0 ? y : x;
-      } else if (x instanceof Long) {
-        out[i] = (Long) x + (Long) y;
-      } else if (x instanceof Double) {
-        out[i] = (Double) x + (Double) y;
-      } else {
-        out[i] = ((BigDecimal) x).add((BigDecimal) y);
-      }
+      Object v = null;
+      for (Span s : spans) v = merged(i, v, s.partials[i]);
+      out[i] = v;
     }
     return out;
+  }
+
+  /** Partial {@code i} of two panes merged (NULL only when both are). */
+  private Object merged(int i, Object x, Object y) {
+    if (x == null || y == null) return x == null ? y : x;
+    switch (merge[i]) {
+      case MIN: return compare(y, x) < 0 ? y : x;
+      case MAX: return compare(y, x) > 0 ? y : x;
+      default:
+        if (x instanceof Long) return (Long) x + (Long) y;
+        if (x instanceof Double) return (Double) x + (Double) y;
+        return ((BigDecimal) x).add((BigDecimal) y);
+    }
   }
 
   /** Spark's order: strings by code point (UTF-8 bytes), other values by their own order. */
@@ -550,12 +616,17 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     return out;
   }
 
-  /** The row_num of the batch's first punctuation closing window {@code w} of these keys; null: none. */
-  private Long emitRow(Map<List<Object>, long[][]> firsts, List<Object> window, long w) {
-    Object[] values = patternOfKeys(window);
+  /** Per shape, the batch's punctuations that raise the bound of these pattern values (null: none). */
+  private long[][][] runsOf(Map<List<Object>, long[][]> firsts, Object[] values) {
+    long[][][] out = new long[shapes.length][][];
+    for (int sid = 0; sid < shapes.length; sid++) out[sid] = firsts.get(boundKey(sid, values));
+    return out;
+  }
+
+  /** The row_num of the batch's first punctuation closing window {@code w} (of {@link #runsOf}); null: none. */
+  private static Long emitRow(long[][][] runs, long w) {
     Long best = null;
-    for (int sid = 0; sid < shapes.length; sid++) {
-      long[][] run = firsts.get(boundKey(sid, values));
+    for (long[][] run : runs) {
       if (run == null) continue;
       int a = 0, z = run.length;
       while (a < z) {
@@ -567,17 +638,16 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     return best;
   }
 
-  private Row resultRow(List<Object> window, long w, Long emit, Object[] partials) {
+  private Row resultRow(List<Object> key, long w, Long emit, Object[] partials) {
     Object[] values = new Object[resultFrom.length];
     for (int i = 0; i < values.length; i++) {
-      String from = resultFrom[i];
-      if (from == null) continue;
-      if (from.equals("kind")) { values[i] = "result"; continue; }
-      switch (from.charAt(0)) {
-        case 'k': values[i] = window.get(Integer.parseInt(from.substring(1))); break;
-        case 'a': values[i] = partials[Integer.parseInt(from.substring(1))]; break;
-        case 'w': values[i] = w; break;
-        default: values[i] = emit;
+      switch (resultFrom[i]) {
+        case KIND: values[i] = "result"; break;
+        case KEY: values[i] = key.get(resultAt[i]); break;
+        case PARTIAL: values[i] = partials[resultAt[i]]; break;
+        case WINDOW: values[i] = w; break;
+        case EMIT: values[i] = emit; break;
+        default: break;
       }
     }
     return RowFactory.create(values);
@@ -586,11 +656,11 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   private Row lateRow(Row r, long w) {
     Object[] values = new Object[lateFrom.length];
     for (int i = 0; i < values.length; i++) {
-      String from = lateFrom[i];
-      if (from == null) continue;
-      switch (from.charAt(0)) {
-        case 'p': values[i] = r.get(payload[Integer.parseInt(from.substring(1))]); break;
-        default: values[i] = from.equals("kind") ? "late" : w;
+      switch (lateFrom[i]) {
+        case KIND: values[i] = "late"; break;
+        case PAYLOAD: values[i] = r.get(lateAt[i]); break;
+        case WINDOW: values[i] = w; break;
+        default: break;
       }
     }
     return RowFactory.create(values);
