@@ -98,6 +98,7 @@ WINDOWS = [
 
 
 @pytest.mark.parametrize("clause, window", WINDOWS, ids=[c for c, _ in WINDOWS])
+@pytest.mark.slow
 def test_value_windows_read_no_arrival_order(spark, events, clause, window):
     """Sliding, tumbling, hopping, landmark and slide-by-tuple (SLIDE 1 ROW) windows on a view
     without row_num: the exact oracle's rows."""
@@ -193,6 +194,7 @@ def _null_message(run) -> str:
 @pytest.mark.parametrize("clause", ["RANGE 1 MINUTE SLIDE 1 MINUTE WATTR ts", "SESSION 20 SECONDS WATTR ts",
                                     "RANGE UNBOUNDED SLIDE 5 MINUTES WATTR ts",
                                     "RANGE 90 SECONDS RATTR ts SLIDE 1 ROW SATTR row_num"])
+@pytest.mark.slow
 def test_a_null_window_attribute_is_named_by_the_users_columns(spark, clause):
     """Without row_num the tuple is named by all its columns, internal ones never."""
     spark.createDataFrame([(dt.datetime(2026, 3, 1, 9, 0, 1, 250000), "a", 12.5), (None, "b", -3.75)],
@@ -250,6 +252,7 @@ def test_arrival_by_source_position_is_file_then_line_on_every_read(spark, parts
             spark.conf.set(k, v)
 
 
+@pytest.mark.slow
 def test_arrival_by_columns_breaks_ties_by_source_position(spark, parts):
     """By ``ts`` (NULLs first), ties by file then line; by ``key, ts`` likewise."""
     directory, rows = parts

@@ -146,6 +146,7 @@ def test_null_or_nan_window_attribute_fails_naming_the_row(spark, window, bad_ro
     ("RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num", float("-inf"), "double"),
     ("RANGE 2 SLIDE 1 WATTR x", float("-inf"), "double")])
 @pytest.mark.parametrize("replayed", [False, True])
+@pytest.mark.slow
 def test_an_infinite_window_attribute_fails_naming_the_row(spark, window, value, dtype, replayed):
     """An infinite double or float has no place on the attribute's axis (a session's gap, an
     extent's bounds): the query and its replay fail naming the tuple, not with an arithmetic
@@ -172,6 +173,7 @@ def test_null_row_num_fails_a_rows_window(spark):
 @pytest.mark.parametrize("window, slack", [("RANGE 2 SLIDE 1 WATTR x", True), ("SESSION 2 WATTR x", True),
                                            ("RANGE 2 RATTR x SLIDE 1 ROW SATTR row_num", True),
                                            ("tumbling, count(2)", False)])
+@pytest.mark.slow
 def test_null_row_num_fails_a_replay_that_orders_by_it(spark, window, slack):
     """A replay that reads arrival order (punctuations, sessions, slide-by-tuple, SPL buffers):
     a tuple without a place in it is an error, not a tuple sorted first or last."""
@@ -183,6 +185,7 @@ def test_null_row_num_fails_a_replay_that_orders_by_it(spark, window, slack):
         rep.late.collect()
 
 
+@pytest.mark.slow
 def test_null_row_num_fails_an_embedded_punctuation(spark, view):
     bounds = spark.createDataFrame([(3, 1.0), (None, 2.0)], "row_num long, x double")
     with pytest.raises(Exception, match="punctuation with a NULL row_num: arrival order needs one"):

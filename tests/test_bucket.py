@@ -109,6 +109,7 @@ PUNCTUATED = [  # (clause, slide in seconds, bound is a timestamp)
 ]
 
 
+@pytest.mark.slow
 def test_punctuation_bound_becomes_the_last_closed_window(spark):
     """A punctuation with bound v closes every window whose extent end (w+1)s <= v."""
     rng = random.Random(3)

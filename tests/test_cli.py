@@ -158,6 +158,7 @@ def test_bad_plan_is_one_line_and_status_2(spark, capsys, tmp_path, body, messag
     (",a,60.0,2.5", '[replay]\npunctuation = "slack"\namount = 1.0\n',
      "a tuple with a NULL row_num: arrival order needs one"),
 ], ids=["null window attribute", "null row_num in a replay"])
+@pytest.mark.slow
 def test_a_check_raised_inside_spark_is_one_line(spark, capsys, tmp_path, row, replay, message):
     (tmp_path / "s.csv").write_text(f"row_num,seg_id,speed,x\n0,a,50.0,1.5\n{row}\n2,b,70.0,3.0\n")
     plan = write_plan(

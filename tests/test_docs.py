@@ -49,6 +49,7 @@ PAGES = ["README.md", "CONTRIBUTING.md",
          *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md") if p.name != "semantics.md")]
 #: Pages whose examples take a minute or more, and why.
 SLOW = {"docs/live.md": "a streaming job over four micro-batches",
+        "docs/replay.md": "a dozen replays under each generator, ~50 s on 2 busy cores",
         "docs/lateness-and-sessions.md": "replays with allowed lateness and of sessions, ~1 min on 2 busy cores"}
 RUN = {"python", "pycon", "console", "bash", "sh", "sql", "toml"}
 SHOWN = {"text"}

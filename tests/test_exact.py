@@ -129,6 +129,7 @@ def test_slide_by_tuple_doubles_every_window(spark, traffic, method):
     assert {(r["seg_id"], r["wid"]): (r["n"], r["lo"]) for r in out} == expected
 
 
+@pytest.mark.slow
 def test_slide_by_tuple_replay_exact_punctuations(spark, traffic):
     """Replay with punctuations that hold (a bound below every later tuple): nothing late, the
     query's exact results."""

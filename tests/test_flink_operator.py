@@ -115,6 +115,7 @@ def test_session_windows_with_count_trigger(spark):
     assert sorted(tuple(r) for r in query.collect()) == [(0, 0, 6500, "key2", 10), (0, 10, 10000, "key1", 22)]
 
 
+@pytest.mark.slow
 def test_side_output_due_to_lateness_tumbling(spark):
     """WindowOperatorTest.testSideOutputDueToLatenessTumbling: tumbling 2 s, lateness 0. The element
     at 1980 after watermark 1985 is kept (its window ends after it); the one at 1998 after
@@ -191,6 +192,7 @@ def test_not_side_output_due_to_lateness_session_with_lateness(spark):
     assert rep.late == []
 
 
+@pytest.mark.slow
 def test_not_side_output_due_to_lateness_session_with_huge_lateness(spark):
     """WindowOperatorTest.testNotSideOutputDueToLatenessSessionWithHugeLateness (10 s) and its
     PurgingTrigger twin testNotSideOutputDueToLatenessSessionWithHugeLatenessPurgingTrigger:

@@ -90,6 +90,7 @@ def test_embedded_null_bound_is_an_error_naming_the_punctuation(spark, rows):
         frame(spark, punctuate.embedded(df))
 
 
+@pytest.mark.slow
 def test_running_scan_crosses_chunks_and_partitions(spark):
     rnd = random.Random(2)
     data = [(i, rnd.choice("ab"), rnd.randint(-50, 50)) for i in range(300)]

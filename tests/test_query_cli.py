@@ -158,6 +158,7 @@ def test_version_and_examples_in_every_help():
         preflight(args.query, None, args.name or Path(args.source).name.split(".")[0])
 
 
+@pytest.mark.slow
 def test_out_writes_the_rows_shown_in_their_order(spark, tmp_path, capsys):
     write_csv(tmp_path / "events.csv", events())
     source = str(tmp_path / "events.csv")

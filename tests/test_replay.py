@@ -274,6 +274,7 @@ def test_ordered_by_a_null_key_punctuates_that_key_only(spark):
     assert rep.late.count() == 0
 
 
+@pytest.mark.slow
 def test_ordered_by_a_null_key_on_slide_by_tuple_windows(spark):
     """The same stream, windows at every tuple's x with extent (w - 2, w]: a window closes at its
     key's first punctuation past it, or at its defining tuple when that arrives later; NULL's
@@ -332,6 +333,7 @@ def readings(spark):
 
 
 @pytest.mark.parametrize("case", list(LATE_BOUNDS))
+@pytest.mark.slow
 def test_late_rows_carry_their_windows_bounds_as_results_do(spark, readings, case):
     """``window_start``/``window_end`` after ``wid`` on every late row: the oracle's extent of its
     wid, in the attribute's type (a landmark's start NULL), the late tuple inside it; none for a

@@ -120,6 +120,7 @@ CASES = [
 
 
 @pytest.mark.parametrize("window, attr, r, s", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.slow
 def test_sql_functions_aggregate_like_wid_query(registered, stream, window, attr, r, s):
     expected = wid.query(registered, f"SELECT k, {AGGREGATES} FROM wid_sql_stream [{window}] GROUP BY k").drop(
         "window_start", "window_end")

@@ -95,6 +95,7 @@ def test_to_sql_equals_query_on_random_queries_and_streams(spark):
         assert rows(compiled) == rows(expected), text
 
 
+@pytest.mark.slow
 def test_sessions_in_sql_equal_sparks_session_window(spark):
     """Sessions of timestamps, compiled to SQL and by ``wid.query``, are Spark's own
     ``session_window`` (a tuple at exactly ``last + g`` joins the session in both)."""
@@ -240,6 +241,7 @@ def test_window_bounds_equal_spark_window(spark):
     assert rows(spark.sql(wid.to_sql(spark, Q1))) == rows(ours)
 
 
+@pytest.mark.slow
 def test_window_bounds_of_rows_and_landmark_windows(spark):
     spark.range(10).select(F.col("id").alias("row_num"), (F.col("id") * 3).alias("x")).createOrReplaceTempView("sqlcat_pos")
     out = wid.query(spark, "SELECT count(*) AS n FROM sqlcat_pos [RANGE 4 ROWS SLIDE 2 ROWS WATTR row_num]")
@@ -250,6 +252,7 @@ def test_window_bounds_of_rows_and_landmark_windows(spark):
         (None, 10, 4), (None, 20, 7), (None, 30, 10)]
 
 
+@pytest.mark.slow
 def test_persistent_view_text_is_the_compiled_sql_and_bad_input_leaves_nothing(spark, tmp_path):
     spark.read.parquet(str(SAMPLE)).write.saveAsTable("sqlcat_traffic")
     spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")

@@ -48,6 +48,7 @@ def test_sliding_windows_on_a_wall_clock_are_sparks_window(spark, new_york, comp
 
 
 @pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.slow
 def test_sessions_on_a_wall_clock_are_sparks_session_window(spark, new_york, compiled):
     text = "SELECT k, count(*) AS n, sum(v) AS total FROM wall [SESSION 20 MINUTES WATTR ts] GROUP BY k"
     ours = spark.sql(wid.to_sql(spark, text)) if compiled else wid.query(spark, text)

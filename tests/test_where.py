@@ -41,6 +41,7 @@ def readings(spark):
 
 @pytest.mark.parametrize("window", WINDOWS)
 @pytest.mark.parametrize("condition", ["v > 0", "x IS NOT NULL AND NOT isnan(x)"])
+@pytest.mark.slow
 def test_a_tuple_where_drops_never_fails_the_query(spark, readings, window, condition):
     """The NULL and the NaN readings, dropped by a condition on another column or on ``x``
     itself: the query, its SQL text and its replay (to the end of the stream, and under
@@ -83,6 +84,7 @@ def test_where_bucket_reads_every_tuple_a_dropped_null_still_fails(spark, readin
         wid.query(spark, f"SELECT k, count(*) AS n FROM where_readings [{window}] WHERE v > 0 GROUP BY k").collect()
 
 
+@pytest.mark.slow
 def test_sparks_null_timestamps(spark):
     """Spark's ``DataFrameSessionWindowingSuite``
     (sql/core/src/test/scala/org/apache/spark/sql/DataFrameSessionWindowingSuite.scala), "null

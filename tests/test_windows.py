@@ -150,6 +150,7 @@ def test_timestamp_windows_match_brute_force(spark):
         pytest.param("[RANGE 2 ROWS SLIDE 5 ROWS WATTR row_num]", Rows(2, 5), id="hopping"),
     ],
 )
+@pytest.mark.slow
 def test_tuple_based_windows_use_arrival_positions(spark, clause, window):
     """x = 0-based position in row_num order, whatever the gaps and the physical order."""
     rows = register(spark, stream(seed=31))
@@ -185,6 +186,7 @@ def test_partition_column_only_when_selected(spark):
         pytest.param("[RANGE UNBOUNDED SLIDE 25 ROWS WATTR row_num]", Landmark(25, "row_num", rows=True), id="rows"),
     ],
 )
+@pytest.mark.slow
 def test_landmark_windows_run_to_the_largest_value(spark, clause, window):
     rows = register(spark, stream(seed=51))
     expected = evaluate(rows, window, ALL_ORACLE, group_by=["k"])

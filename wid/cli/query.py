@@ -147,6 +147,7 @@ def run_query(args: argparse.Namespace, session: Callable[[], SparkSession]) -> 
     source, order, _ = _checked(args, replaying=False)
     if args.out:
         _new_file(args.out)
+        _out_format(Path(args.out))  # before Spark starts
     spark = session()
     _load(spark, source, order)
     out = in_shown_order(query(spark, args.query), args.query, spark.table(source.view).columns)
@@ -261,8 +262,7 @@ def _print(out: DataFrame, args: argparse.Namespace) -> None:
 
 
 def _new_file(out: str) -> None:
-    """A :class:`WidError` unless ``out`` is a new path whose directory exists (and, for a file,
-    has a known extension)."""
+    """A :class:`WidError` unless ``out`` is a new path whose directory exists."""
     path = Path(out)
     if path.exists():
         raise WidError(f"--out {out} already exists")
@@ -270,13 +270,19 @@ def _new_file(out: str) -> None:
         raise WidError(f"--out {out}: no directory {path.parent}")
 
 
+def _out_format(path: Path) -> str:
+    """Spark's format for the file ``path`` by its extension (parquet or CSV), else a :class:`WidError`."""
+    fmt = _OUT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise WidError(f"--out {path}: expected a .parquet or .csv file")
+    return fmt
+
+
 def _write(out: DataFrame, path: Path) -> str:
     """``out`` written to the single file ``path`` (parquet or CSV by extension) in its order,
     through a hidden folder beside it that is removed, so an error leaves nothing behind; the
     row count, as ``"N row(s)"``."""
-    fmt = _OUT_FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise WidError(f"--out {path}: expected a .parquet or .csv file")
+    fmt = _out_format(path)
     folder = path.resolve().with_name(f".{path.name}.wid-{os.getpid()}")  # Spark's working directory may differ
     try:
         rows = write_folder(out, str(folder), fmt)
