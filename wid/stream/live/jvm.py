@@ -23,6 +23,7 @@ from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, Str
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, in_order
 from wid.jvm import unavailable
+from wid.windows.sqlexpr import column
 from wid.stream.live.input import BUCKET, KIND, bucket_keys
 from wid.stream.live.panes import partial_names
 from wid.stream.live.state import KEPT
@@ -125,7 +126,8 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
     timestamps = {f.name for f in elements.schema.fields if isinstance(f.dataType, TimestampType)}
     step["output"]["fields"] = [{**f, "type": "long"} if f["name"] in timestamps and f["type"] == "timestamp" else f
                                 for f in step["output"]["fields"]]
-    elements = elements.select(*[F.unix_micros(c).alias(c) if c in timestamps else F.col(c) for c in elements.columns])
+    elements = elements.select(*[F.unix_micros(column(c)).alias(c) if c in timestamps else column(c)
+                                 for c in elements.columns])
     out = DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)
-    return out.select(*[F.timestamp_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType) else f.name
-                        for f in layout.output.fields])
+    return out.select(*[F.timestamp_micros(column(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
+                        else column(f.name) for f in layout.output.fields])
