@@ -170,3 +170,24 @@ def test_the_jar_is_built_once_into_the_users_cache(monkeypatch, tmp_path):
     assert "wid/jvm/PaneStep.class" in zipfile.ZipFile(jar).namelist()
     built = jar.stat().st_mtime_ns
     assert jvm.jar_path() == jar and jar.stat().st_mtime_ns == built  # not again
+
+
+@pytest.mark.slow
+def test_timestamps_cross_the_jvm_step_as_replay_gives_them(spark, tmp_path):
+    """A timestamp window attribute with microseconds, its min and max per window and the late
+    rows carrying it: the JVM step (timestamps as epoch microseconds inside) equals replay."""
+    view = "wid_live_jvm_timestamps"
+    micros = (F.col("x") * 1_000_000).cast("long") + F.col("row_num") % 7  # not whole seconds
+    everything = (spark.createDataFrame(rows(11, 60), COLUMNS).where(~F.col(FLAG)).drop(FLAG)
+                  .withColumn("t", F.timestamp_micros(micros)))
+    everything.createOrReplaceTempView(view)
+    text = (f"SELECT k, count(*) AS c, min(t) AS first, max(t) AS last FROM {view} "
+            "[RANGE 6 SECONDS SLIDE 2 SECONDS WATTR t] GROUP BY k")
+    stream = live_run.source(spark, live_run.split_into_files(everything, tmp_path / "in", 3))
+    job = live(spark, text, stream, punctuate.slack(1), buckets=2)
+    assert on_jvm(job)
+    run_in_waves({"jvm": job}, tmp_path)
+    got = live_run.read_output(spark, job, tmp_path / "jvm" / "out")
+    expected = replay(spark, text, punctuation=punctuate.slack(1))
+    assert expected.late.count() > 0  # late rows carry t
+    assert_same(got, (expected.results, expected.late))

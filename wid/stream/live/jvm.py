@@ -3,8 +3,10 @@
 
 The step is the same as :class:`wid.stream.live.state.PaneProcessor` (its module doc states it)
 and sees the same elements, as Spark rows instead of Arrow cells: Spark's ``transformWithState``
-hands the JVM a bucket's rows with no Python in between. Timestamps travel as epoch
-microseconds (longs): the JVM's row encoder would make a ``java.sql.Timestamp`` of each. The
+hands the JVM a bucket's rows with no Python in between. Timestamps (``TIMESTAMP``;
+``TIMESTAMP_NTZ`` stays a ``LocalDateTime``) travel as epoch microseconds (longs), the step's
+output timestamps (keys, payload, min and max partials) too: the JVM's row encoder would make a
+``java.sql.Timestamp`` of each. The
 records of the ``spread`` columns that every bucket needs reach the other buckets as mark rows,
 as :func:`wid.stream.live.input.pack` sends them (``PaneStep.Route``, a ``mapPartitions`` over
 the tuples' bucket, row_num and spread columns). The layout travels as JSON (:func:`layout_json`).
@@ -124,7 +126,7 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
     step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
     elements = in_order(elements, "tuple or punctuation")  # before the JVM's row encoder meets a NULL
     timestamps = {f.name for f in elements.schema.fields if isinstance(f.dataType, TimestampType)}
-    step["output"]["fields"] = [{**f, "type": "long"} if f["name"] in timestamps and f["type"] == "timestamp" else f
+    step["output"]["fields"] = [{**f, "type": "long"} if f["type"] == "timestamp" else f
                                 for f in step["output"]["fields"]]
     elements = elements.select(*[F.unix_micros(column(c)).alias(c) if c in timestamps else column(c)
                                  for c in elements.columns])
