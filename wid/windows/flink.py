@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from wid.errors import WidError
-from wid.windows.numbers import non_negative, period, positive_whole
+from wid.windows.numbers import flag, non_negative, period, positive_whole
 from wid.windows.operational import Operational
 # Flink's window operator of today (assigner, trigger, evictor; its CountTrigger as
 # wid.windows.flink_operator.CountTrigger), re-exported beside the 0.8 discretization:
@@ -124,8 +124,7 @@ class TimeTrigger:
         if self.start is not None and (isinstance(self.start, bool) or not isinstance(self.start, (int, float))
                                        or not math.isfinite(self.start)):
             raise WidError(f"TimeTrigger start must be a finite number (or None: the first item's), got {self.start!r}")
-        if not isinstance(self.active, bool):
-            raise WidError(f"TimeTrigger active must be true or false, got {self.active!r}")
+        flag("TimeTrigger active", self.active)
 
 
 @dataclass(frozen=True)

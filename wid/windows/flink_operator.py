@@ -32,7 +32,7 @@ from pyspark.sql import Column
 
 from wid.errors import WidError
 from wid.windows.base import WindowSpec
-from wid.windows.numbers import Number, exact, non_negative, positive, positive_whole
+from wid.windows.numbers import Number, exact, flag, non_negative, positive, positive_whole
 from wid.windows.sqlexpr import column_name
 
 
@@ -188,8 +188,7 @@ class CountEvictor:
 
     def __post_init__(self) -> None:
         positive_whole("CountEvictor max_count", self.max_count)
-        if not isinstance(self.evict_after, bool):
-            raise WidError(f"CountEvictor evict_after must be true or false, got {self.evict_after!r}")
+        flag("CountEvictor evict_after", self.evict_after)
 
 
 @dataclass(frozen=True)
@@ -209,8 +208,7 @@ class TimeEvictor:
 
     def __post_init__(self) -> None:
         _number("TimeEvictor size", self.size)
-        if not isinstance(self.evict_after, bool):
-            raise WidError(f"TimeEvictor evict_after must be true or false, got {self.evict_after!r}")
+        flag("TimeEvictor evict_after", self.evict_after)
 
 
 Assigner = TumblingEventTimeWindows | SlidingEventTimeWindows | EventTimeSessionWindows | GlobalWindows

@@ -124,6 +124,20 @@ def positive_whole(name: str, value: object) -> int:
     return value
 
 
+def flag(name: str, value: object) -> bool:
+    """``value``, or a :class:`WidError` unless it is ``True`` or ``False``.
+
+    >>> flag("evict_after", True)
+    True
+    >>> flag("evict_after", "no")
+    Traceback (most recent call last):
+    wid.errors.WidError: evict_after must be true or false, got 'no'
+    """
+    if not isinstance(value, bool):
+        raise WidError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
 def scaled(value: Number, factor: int) -> Number:
     """``value * factor``, an int when ``value`` as written (:func:`exact`) times ``factor`` is
     whole (exact id arithmetic and comparisons on integer clocks); no tolerance: a period a

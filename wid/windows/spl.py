@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from wid.errors import WidError
-from wid.windows.numbers import non_negative, period, positive_whole
+from wid.windows.numbers import flag, non_negative, period, positive_whole
 from wid.windows.operational import Operational
 
 ARRIVAL_TS = "arrival_ts"
@@ -250,8 +250,7 @@ class Tumbling(SplWindow):
 
     def __post_init__(self) -> None:
         self._check_partitioning()
-        if not isinstance(self.incomplete, bool):
-            raise WidError(f"aggregateIncompleteWindows must be true or false, got {self.incomplete!r}")
+        flag("aggregateIncompleteWindows", self.incomplete)
 
     @property
     def policies(self) -> tuple[Policy, ...]:
@@ -291,8 +290,7 @@ class Sliding(SplWindow):
 
     def __post_init__(self) -> None:
         self._check_partitioning()
-        if not isinstance(self.partial, bool):
-            raise WidError(f"aggregatePartialWindows must be true or false, got {self.partial!r}")
+        flag("aggregatePartialWindows", self.partial)
         if isinstance(self.eviction, Punct) or isinstance(self.trigger, Punct):
             raise WidError("punct() is a tumbling policy; a sliding window has no punctuation policy")
         if not self.partial and not isinstance(self.eviction, Count):
