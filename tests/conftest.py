@@ -39,10 +39,19 @@ def spark() -> Iterator[SparkSession]:
 
 
 @pytest.fixture(scope="session")
-def connect_url(tmp_path_factory) -> Iterator[str]:
+def connect_warehouse(tmp_path_factory) -> Path:
+    """The warehouse of the run's Spark Connect server: where a table written over it lands (the
+    pipeline's of tests/test_pipelines.py), not the working directory's ``spark-warehouse``."""
+    return tmp_path_factory.mktemp("connect") / "spark-warehouse"
+
+
+@pytest.fixture(scope="session")
+def connect_url(connect_warehouse) -> Iterator[str]:
     """One Spark Connect server on a loopback port for the whole run (started by the first test
-    that asks for it, stopped at the end); its ``sc://127.0.0.1:PORT`` URL."""
-    with connect_server(tmp_path_factory.mktemp("connect") / "server.log") as url:
+    that asks for it, stopped at the end: a server takes ~15 s to start, so no test starts its own
+    where this one would do); its ``sc://127.0.0.1:PORT`` URL."""
+    warehouse = {"spark.sql.warehouse.dir": str(connect_warehouse)}
+    with connect_server(connect_warehouse.parent / "server.log", **warehouse) as url:
         yield url
 
 

@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 import wid
 from wid.cli import main as wid_main
-from connect_server import ROOT, SPARK_HOME, connect_server, spark_env
+from connect_server import ROOT, SPARK_HOME, spark_env
 
 PROJECT = ROOT / "plans" / "pipeline"
 READINGS = "row_num long, ts timestamp, seg_id string, speed double"
@@ -107,10 +107,11 @@ def test_to_sql_with_a_schema_refuses_what_is_not_one(spark):
 
 
 @pytest.fixture(scope="module")
-def pipeline(spark, tmp_path_factory):
+def pipeline(spark, connect_url, connect_warehouse, tmp_path_factory):
     """The example project run once by ``spark-pipelines run`` in a temporary folder (its SQL file
-    written by ``wid sql-pipeline`` there, the definitions of :data:`REFUSALS` added), on a Spark
-    Connect server of its own (``spark-pipelines`` would start one on port 15002 of every interface)."""
+    written by ``wid sql-pipeline`` there, the definitions of :data:`REFUSALS` added), on the run's
+    Spark Connect server (conftest's ``connect_url``; ``spark-pipelines`` alone would start one on
+    port 15002 of every interface): the folder, and the server's warehouse with the pipeline's tables."""
     folder = tmp_path_factory.mktemp("pipeline") / "project"
     shutil.copytree(PROJECT, folder)
     (folder / "transformations" / "speed_tumbling.sql").unlink()
@@ -118,17 +119,15 @@ def pipeline(spark, tmp_path_factory):
     (folder / "transformations" / "refusals.py").write_text(REFUSALS)
     spec = folder / "spark-pipeline.yml"
     spec.write_text(spec.read_text().replace("file:///tmp/wid-pipeline/storage", (folder / "storage").as_uri()))
-    warehouse = {"spark.sql.warehouse.dir": str(folder / "spark-warehouse")}  # the pipeline's tables
-    with connect_server(folder.parent / "connect.log", **warehouse) as url:  # on 127.0.0.1, a free port
-        run = subprocess.run([str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--remote", url], cwd=folder,
-                             env=spark_env(), capture_output=True, text=True, timeout=900)
+    run = subprocess.run([str(SPARK_HOME / "bin" / "spark-pipelines"), "run", "--remote", connect_url], cwd=folder,
+                         env=spark_env(), capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Run is COMPLETED" in run.stdout + run.stderr
-    return folder
+    return folder, connect_warehouse
 
 
 def table(spark, pipeline, name):
-    return spark.read.parquet(str(pipeline / "spark-warehouse" / name))
+    return spark.read.parquet(str(pipeline[1] / name))
 
 
 @pytest.mark.slow
@@ -153,7 +152,7 @@ def test_live_streaming_table_and_replay_late_rows_equal_replay(spark, pipeline)
 
 @pytest.mark.slow
 def test_what_cannot_work_is_refused_in_one_line(pipeline):
-    refused = (pipeline / "refusals.txt").read_text().splitlines()
+    refused = (pipeline[0] / "refusals.txt").read_text().splitlines()
     assert refused == [
         "FROM a dataset: unknown view 'readings': register the stream as a temp view first, or pass the DataFrame "
         "as source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))",
