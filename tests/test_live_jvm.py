@@ -15,9 +15,9 @@ import zipfile
 
 import pytest
 from chispa import assert_approx_df_equality, assert_df_equality
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
-from live_jobs import run_in_waves
+from live_jobs import run_in_waves, streaming_examples
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -94,7 +94,7 @@ CASES = [(window, name) for window, names in WINDOWS.items() for name in names]
 
 
 @pytest.mark.slow
-@settings(max_examples=3)
+@streaming_examples(2)  # + the 2 explicit examples; 2 queries each
 @given(case=st.sampled_from(CASES), seed=st.integers(0, 10**6), parts=st.integers(1, 4), buckets=st.integers(1, 3))
 @example(case=("[RANGE UNBOUNDED SLIDE 3 WATTR x]", "slack"), seed=3, parts=3, buckets=3)  # both columns spread
 @example(case=("[RANGE 2 ROWS SLIDE 3 ROWS WATTR row_num]", "end_only"), seed=4, parts=3, buckets=2)  # one bucket counts

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from chispa import assert_df_equality
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -28,6 +28,7 @@ from test_session_lateness import (FLINK_EVENTS, FLINK_QUERY, QUERY, assert_cons
 from wid import punctuate
 from wid.errors import WidError
 from wid.stream.live import run as live_run
+from live_jobs import streaming_examples
 
 FLAG = "is_punctuation"
 
@@ -110,7 +111,7 @@ def test_flinks_session_with_huge_lateness_retires_an_id_live_as_replay(spark, t
 
 
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None)
+@streaming_examples(2)  # a streaming query per example
 @given(st.lists(draw, min_size=1, max_size=30), st.sampled_from([1.25, 4]), st.integers(1, 3))
 def test_live_is_replay_on_any_stream_and_split(spark, draws, lateness, parts):
     """Two-decimal readings out of order, duplicates, several keys, punctuations on one key or
@@ -146,10 +147,10 @@ def test_live_with_lateness_restarts_from_its_checkpoint(spark, tmp_path):
                                                   f"g decimal(4, 2), {FLAG} boolean")
     frame.where(~F.col(FLAG)).drop(FLAG).createOrReplaceTempView("gaps")
     text = "SELECT k, count(*) AS n, sum(v) AS total FROM gaps [SESSION g WATTR x] GROUP BY k"
-    source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
+    source = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2))
     first = live_run.run(live_run.start(live_job(spark, text, source, 1.25), tmp_path / "out",
                                         tmp_path / "checkpoint"), stop_after=1)
-    assert 1 <= len(first) < 4
+    assert 1 <= len(first) < 3
     again = live_job(spark, text, source, 1.25)
     live_run.run(live_run.start(again, tmp_path / "out", tmp_path / "checkpoint"))
     got = live_run.read_output(spark, again, tmp_path / "out")

@@ -29,7 +29,7 @@ from wid.stream.sessions import KeySessions
 from wid.windows.aware import Session
 from wid.windows.clause import parse_window
 
-from live_jobs import run_in_waves
+from live_jobs import run_in_waves, streaming_examples
 
 T0 = dt.datetime(2024, 5, 1, 8, 0, 0)
 SUITE = "sql/core/src/test/scala/org/apache/spark/sql/DataFrameSessionWindowingSuite.scala"
@@ -345,7 +345,7 @@ def _arriving(seed, n=160):
 ARRIVING = "row_num long, k string, ts timestamp, v double, d decimal(12, 2), g decimal(5, 2)"
 
 
-def _live(spark, tmp_path, frame, jobs: dict, parts: int = 3) -> dict:
+def _live(spark, tmp_path, frame, jobs: dict, parts: int = 2) -> dict:
     """Each ``name: (text, generator)`` of ``jobs`` live over ``frame`` in ``parts`` files (and the
     end marker), run to completion: ``{name: (results, late)}``."""
     stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", parts))
@@ -369,7 +369,7 @@ def _same(got, expected):
 @pytest.mark.slow
 def test_live_with_a_gap_per_tuple_is_replay_and_sparks_session_window(spark, tmp_path):
     """A CASE gap on microsecond timestamps under ``slack(5)`` and the end of the stream only, a
-    gap column on a decimal attribute under ``ordered_by`` and ``slack`` by rows, over three
+    gap column on a decimal attribute under ``ordered_by`` and ``slack`` by rows, over two files'
     micro-batches: live mode's results (``emit_row``, ids, ``session_end`` the largest ``a +
     g``) and late rows are replay's; ended by the stream alone, the sessions are Spark's own
     ``session_window(ts, gap)``."""
@@ -401,11 +401,11 @@ def test_live_with_a_gap_per_tuple_restarts_from_its_checkpoint(spark, tmp_path)
     frame = spark.createDataFrame(_arriving(29, 90), ARRIVING)
     frame.createOrReplaceTempView("arriving_again")
     text = "SELECT k, count(*) AS n, sum(v) AS total FROM arriving_again [SESSION g * 2 WATTR d] GROUP BY k"
-    stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 3))
+    stream = live_run.source(spark, live_run.split_into_files(frame, tmp_path / "in", 2))
     generator = wid.punctuate.slack(3)
     first = live_run.run(live_run.start(wid.live(spark, text, stream, generator), tmp_path / "out",
                                         tmp_path / "checkpoint"), stop_after=1)
-    assert 1 <= len(first) < 4
+    assert 1 <= len(first) < 3
     again = wid.live(spark, text, stream, generator)
     live_run.run(live_run.start(again, tmp_path / "out", tmp_path / "checkpoint"))
     _same(live_run.read_output(spark, again, tmp_path / "out"), wid.replay(spark, text, generator))
@@ -435,7 +435,7 @@ def test_live_fails_on_a_null_gap_naming_the_tuple_as_replay(spark, tmp_path):
                                     tmp_path / "checkpoint"))
 
 
-@settings(max_examples=3, deadline=None)
+@streaming_examples(2)  # a streaming query per example
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", None]), st.integers(0, 60), st.integers(1, 9),
                           st.integers(0, 3)), min_size=5, max_size=30),
        st.integers(1, 3), st.sampled_from([0, 1, 4]))
