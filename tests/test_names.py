@@ -112,8 +112,8 @@ def test_hostile_names_with_source_punctuations_and_lateness(spark, views):
 @pytest.mark.slow
 def test_live_mode_with_hostile_names_equals_replay(spark, views, tmp_path: Path):
     """A sliding window under slack (late rows), an SPL delta window partitioned by the dotted
-    key and sessions, live over 3 micro-batches, equal replay's results and late rows."""
-    source = live_run.source(spark, live_run.split_into_files(spark.table("names_hostile"), tmp_path / "in", 3))
+    key and sessions, live over 2 files' micro-batches, equal replay's results and late rows."""
+    source = live_run.source(spark, live_run.split_into_files(spark.table("names_hostile"), tmp_path / "in", 2))
     cases = [(KINDS["sliding"][0], punctuate.slack(1)), (KINDS["spl_delta"][0], None),
              (KINDS["session"][0], punctuate.slack(3))]
     texts = [_text(clause, "names_hostile", True) for clause, _ in cases]
