@@ -138,24 +138,22 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
 
   /**
    * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
-   * state keys: each bucket a partition of its own): its output rows. When every bucket needs the
-   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks,
-   * from the tuples' bucket, row_num and spread columns only (the elements go to the step as they are).
+   * state keys: each bucket a partition of its own): its output rows. {@code marks} (null: none),
+   * the tuples' bucket, row_num and the columns every bucket needs the records of ("spread"):
+   * {@link Route} sends those records to the other buckets as marks (the elements go to the step
+   * as they are).
    */
-  public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
+  public static Dataset<Row> apply(Dataset<Row> elements, Dataset<Row> marks, String json) throws IOException {
     PaneStep step = new PaneStep(json);
     JsonNode c = new ObjectMapper().readTree(json);
     int bucket = c.get("bucket").asInt();
-    int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
+    int[] keys = ints(c.get("bucket_keys"));
     Dataset<Row> routed = elements;
-    if (spread.length > 0 && keys.length > 1) {
-      String[] names = elements.columns();
-      Column[] narrow = new Column[spread.length + 2];
-      narrow[0] = elements.col(names[bucket]);
-      narrow[1] = elements.col(names[step.rowNum]);
-      for (int i = 0; i < spread.length; i++) narrow[i + 2] = elements.col(names[spread[i]]);
-      Dataset<Row> tuples = elements.where(elements.col(names[step.kind]).equalTo(TUPLE)).select(narrow);
-      routed = elements.union(tuples.mapPartitions(
+    if (marks != null) {
+      String[] names = marks.columns();
+      int[] spread = new int[names.length - 2];
+      for (int i = 0; i < spread.length; i++) spread[i] = elements.schema().fieldIndex(names[i + 2]);
+      routed = elements.union(marks.mapPartitions(
           new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
           Encoders.row(elements.schema())));
     }
@@ -176,7 +174,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   static final class Route implements MapPartitionsFunction<Row, Row> {
     static final int CHUNK = 8192;
     private final int width, bucket, kind, rowNum, buckets;
-    private final int[] spread;
+    private final int[] spread;  // the spread columns' places among the elements' columns
 
     Route(StructType schema, int bucket, int kind, int rowNum, int buckets, int[] spread) {
       this.width = schema.size(); this.bucket = bucket; this.kind = kind; this.rowNum = rowNum;
