@@ -173,11 +173,14 @@ class Slack(Generator):
         (a double: ``floor(x * 10**p)`` with ``p`` also the amount's decimal places,
         :func:`wid.bucket.columns.id_units`), and ``closed(X)`` the largest window closed by
         the bound ``X - a``: window ends are whole in those units, so ``end <= x - a <=>
-        end <= floor(x * 10**p) - a * 10**p`` exactly. ``by="rows"``: ``wid_x`` and ``closed(X)``."""
+        end <= floor(x * 10**p) - a * 10**p`` exactly: ``wid_x`` itself (checked by Bucket) when
+        those are its units. ``by="rows"``: ``wid_x`` and ``closed(X)``."""
         if self.by == "rows":
             return column(WID_X), lambda seen: self.closed(compiled, seen)
         spec, amount = compiled.spec, as_number(self.amount, "slack amount")
         x, factor = id_units(column(spec.wattr), attribute_type(compiled.tagged, spec.wattr), spec, places(amount))
+        if factor == self.factor(compiled) and WID_X in compiled.tagged.columns:
+            x = column(WID_X)  # one x per tuple: its expression, checks and all, is not written out again
         return x, lambda seen: spec.scaled(factor).closed(seen - F.lit(times(amount, factor)))
 
     def punctuations(self, compiled) -> Punctuations:

@@ -101,11 +101,12 @@ def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]]
     return step
 
 
-def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets: int, spread: tuple[str, ...],
-              period: int | None = None) -> DataFrame | None:
+def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, tuples: DataFrame, buckets: int,
+              spread: tuple[str, ...], period: int | None = None) -> DataFrame | None:
     """The pane step's output (``layout.output``) over ``elements`` (the bucketed stream of
-    :func:`wid.stream.live.job.live`, bucket numbers ``0 .. buckets - 1``) on the JVM; ``spread``:
-    the columns every bucket needs the records of; ``period``: a ROWS window's slide (its ids
+    :func:`wid.stream.live.job.live`, bucket numbers ``0 .. buckets - 1``) on the JVM;
+    ``tuples``: its tuples (the part of ``elements`` the marks come from); ``spread``: the
+    columns every bucket needs the records of; ``period``: a ROWS window's slide (its ids
     repeat, one higher, every ``period`` positions). None, with one logged line saying why,
     when the JVM step cannot serve: the session cannot run it, or the layout is beyond it.
     """
@@ -122,13 +123,16 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets:
     if why is not None:
         log.warning(f"wid: live mode uses the Python step: {why}")
         return None
-    step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
+    step.update(bucket_keys=list(bucket_keys(buckets)))
     elements = in_order(elements, "tuple or punctuation")  # before the JVM's row encoder meets a NULL
     timestamps = {f.name for f in elements.schema.fields if isinstance(f.dataType, TimestampType)}
     step["output"]["fields"] = [{**f, "type": "long"} if f["type"] == "timestamp" else f
                                 for f in step["output"]["fields"]]
     elements = elements.select(*[F.unix_micros(column(c)).alias(c) if c in timestamps else column(c)
                                  for c in elements.columns])
-    out = DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, json.dumps(step)), spark)
+    marks = None  # the tuples' bucket, row_num and spread columns, read for the marks alone
+    if spread and buckets > 1:  # a NULL row_num fails the query in the elements (in_order above)
+        marks = tuples.where(column("row_num").isNotNull()).select(BUCKET, "row_num", *spread)._jdf
+    out = DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, marks, json.dumps(step)), spark)
     return out.select(*[F.timestamp_micros(column(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
                         else column(f.name) for f in layout.output.fields])

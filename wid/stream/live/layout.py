@@ -13,7 +13,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Struc
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO
 from wid.compiler.query import CompiledQuery
-from wid.stream.live.sessions.scans import KEPT
+from wid.stream.live.sessions.scans import REVISIONS
 from wid.stream.live.windows import SHAPE, Bounds, Layout, Tagger
 from wid.stream.punctuation import Marks
 from wid.windows.sqlexpr import column, columns
@@ -76,7 +76,7 @@ def layout_of(compiled: CompiledQuery, keys: list[str], aggregates: list[Aggrega
     parts = partials.schema.fields[len(keys) + 2:]
     revised = lateness is not None
     panes = partials.schema if sessions is None else StructType([*typed(tagged.schema, keys), *parts,
-                                                                 *(KEPT if revised else ())])
+                                                                 *(REVISIONS if revised else ())])
     output = StructType([StructField("kind", StringType()), *typed(tagged.schema, payload),
                          *typed(tagged.schema, [k for k in keys if k not in payload]), StructField(WID, wid_type),
                          StructField(EMIT_ROW, LongType()), *([StructField(REVISION, LongType())] if revised else []),

@@ -4,7 +4,7 @@ sessions between micro-batches (:class:`SessionState`) become one
 the batch and the punctuations of the batch binding it (:func:`key_scans`). Allowed lateness 0
 (``layout.lateness`` None): only open sessions are kept, an emitted one is forgotten. With allowed
 lateness ``L``, every kept session (emitted ones until the bound passes their end + ``L``), each
-with its id, last revision and whether that emission is current (:data:`KEPT`).
+with its id, last revision and whether that emission is current (:data:`REVISIONS`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from wid.stream.sessions import KeySession, KeySessions, Number
 _KEY, _GROUP = "_wid_key", "_wid_group"
 #: With allowed lateness, a kept session's id (NULL until emitted), last revision (-1 until
 #: emitted) and whether its last emission is current: the state's columns after the partials.
-KEPT = (StructField("_wid_id", LongType()), StructField("_wid_revision", LongType()),
+REVISIONS = (StructField("_wid_id", LongType()), StructField("_wid_revision", LongType()),
         StructField("_wid_current", BooleanType()))
 
 
@@ -103,7 +103,7 @@ def _scans(present: pd.DataFrame, state: SessionState, layout: Layout) -> list[K
         gap = int(gap)  # whole: ints stay ints (fast)
     opened = state.opened
     ends = opened[reach[0]].tolist() if reach else [None] * len(opened)
-    ids, revisions, current = ((opened[f.name].tolist() for f in KEPT) if layout.lateness is not None
+    ids, revisions, current = ((opened[f.name].tolist() for f in REVISIONS) if layout.lateness is not None
                                else ([None] * len(opened), [-1] * len(opened), [False] * len(opened)))
     sessions: list[list[KeySession]] = [[] for _ in range(len(present))]
     for i, (k, s, e, r, w, v, c) in enumerate(zip(_keyed(opened, present, keys).tolist(), opened[first].tolist(),

@@ -27,7 +27,7 @@ import pandas as pd
 
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
 from wid.stream.live.arrival import stack, tally
-from wid.stream.live.sessions.scans import KEPT, SessionState, key_scans
+from wid.stream.live.sessions.scans import REVISIONS, SessionState, key_scans
 from wid.stream.live.windows import Layout
 from wid.stream.live.panes import merge, tuple_partials
 from wid.stream.live.sessions.runs import Emitted, Peaks, advance_in_order, exact_values
@@ -106,7 +106,7 @@ def advance_sessions(tuples: pd.DataFrame, punctuations: pd.DataFrame, state: Se
     With allowed lateness 1, session 0 is kept after its emission (4.5 + 1 is not below 5): 3.0
     and 0.5 reopen it (ending at 5, not below the bound) instead of one of them being late:
 
-    >>> kept = replace(empty, opened=pd.DataFrame(columns=[*panes.fieldNames(), *(f.name for f in KEPT)]))
+    >>> kept = replace(empty, opened=pd.DataFrame(columns=[*panes.fieldNames(), *(f.name for f in REVISIONS)]))
     >>> results, late, after = advance_sessions(tuples, marks, kept, replace(layout, lateness=Fraction(1)))
     >>> results[["wid", "revision", "_wid_p0", "emit_row"]].values.tolist(), len(late)
     ([[0, 0, 2, 2]], 0)
@@ -176,7 +176,7 @@ def _retired(scans: list[KeySessions], tuples: pd.DataFrame, layout: Layout) -> 
 
 
 def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    """The sessions still open (with allowed lateness, all kept ones, and :data:`KEPT`): keys and
+    """The sessions still open (with allowed lateness, all kept ones, and :data:`REVISIONS`): keys and
     the merged partials of their members."""
     keys = list(layout.keys)
     kept = [s for scan in scans for s in (scan.open if layout.lateness is None else scan.sessions)]
@@ -186,8 +186,8 @@ def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.D
     frame = merge(frame, [_SESSION, *keys], list(layout.aggregates))
     if layout.lateness is not None:
         held = [kept[g] for g in frame[_SESSION].tolist()]
-        for field, values in zip(KEPT, ([s.wid for s in held], [s.revision for s in held], [s.closed for s in held])):
-            frame[field.name] = pd.array(values, dtype="boolean" if field is KEPT[2] else "Int64")
+        for field, values in zip(REVISIONS, ([s.wid for s in held], [s.revision for s in held], [s.closed for s in held])):
+            frame[field.name] = pd.array(values, dtype="boolean" if field is REVISIONS[2] else "Int64")
     return frame.drop(columns=_SESSION)
 
 

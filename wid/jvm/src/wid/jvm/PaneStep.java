@@ -61,13 +61,22 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     long top = NONE;
   }
 
+  /** An element of the batch: its row, row_num and kind, read once (the order sorts on them). */
+  static final class Event {
+    final Row row;
+    final long rowNum;
+    final int kind;
+    Event(Row row, long rowNum, int kind) { this.row = row; this.rowNum = rowNum; this.kind = kind; }
+  }
+
   /** A tuple of the batch with its range and own punctuation (null: none). */
   static final class Tuple {
     final Row row;
+    final long rowNum;
     long lo, hi;
     Long closed;
     long c = NONE;
-    Tuple(Row row) { this.row = row; }
+    Tuple(Event e) { this.row = e.row; this.rowNum = e.rowNum; }
   }
 
   /** A punctuation: row_num, kind (for the order), pattern values, the windows it closes. */
@@ -138,24 +147,22 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
 
   /**
    * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
-   * state keys: each bucket a partition of its own): its output rows. When every bucket needs the
-   * records of some columns ("spread"), {@link Route} sends them to the other buckets as marks,
-   * from the tuples' bucket, row_num and spread columns only (the elements go to the step as they are).
+   * state keys: each bucket a partition of its own): its output rows. {@code marks} (null: none),
+   * the tuples' bucket, row_num and the columns every bucket needs the records of ("spread"):
+   * {@link Route} sends those records to the other buckets as marks (the elements go to the step
+   * as they are).
    */
-  public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
+  public static Dataset<Row> apply(Dataset<Row> elements, Dataset<Row> marks, String json) throws IOException {
     PaneStep step = new PaneStep(json);
     JsonNode c = new ObjectMapper().readTree(json);
     int bucket = c.get("bucket").asInt();
-    int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
+    int[] keys = ints(c.get("bucket_keys"));
     Dataset<Row> routed = elements;
-    if (spread.length > 0 && keys.length > 1) {
-      String[] names = elements.columns();
-      Column[] narrow = new Column[spread.length + 2];
-      narrow[0] = elements.col(names[bucket]);
-      narrow[1] = elements.col(names[step.rowNum]);
-      for (int i = 0; i < spread.length; i++) narrow[i + 2] = elements.col(names[spread[i]]);
-      Dataset<Row> tuples = elements.where(elements.col(names[step.kind]).equalTo(TUPLE)).select(narrow);
-      routed = elements.union(tuples.mapPartitions(
+    if (marks != null) {
+      String[] names = marks.columns();
+      int[] spread = new int[names.length - 2];
+      for (int i = 0; i < spread.length; i++) spread[i] = elements.schema().fieldIndex(names[i + 2]);
+      routed = elements.union(marks.mapPartitions(
           new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
           Encoders.row(elements.schema())));
     }
@@ -176,7 +183,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   static final class Route implements MapPartitionsFunction<Row, Row> {
     static final int CHUNK = 8192;
     private final int width, bucket, kind, rowNum, buckets;
-    private final int[] spread;
+    private final int[] spread;  // the spread columns' places among the elements' columns
 
     Route(StructType schema, int bucket, int kind, int rowNum, int buckets, int[] spread) {
       this.width = schema.size(); this.bucket = bucket; this.kind = kind; this.rowNum = rowNum;
@@ -242,8 +249,12 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   @Override
   public scala.collection.Iterator<Row> handleInputRows(Integer key, scala.collection.Iterator<Row> rows,
                                                         TimerValues timerValues) {
-    ArrayList<Row> events = new ArrayList<>();
-    while (rows.hasNext()) events.add(rows.next());
+    ArrayList<Event> events = new ArrayList<>();
+    while (rows.hasNext()) {
+      Row r = rows.next();
+      if (r.isNullAt(rowNum)) throw wid("a tuple or punctuation with a NULL row_num: arrival order needs one");
+      events.add(new Event(r, r.getLong(rowNum), r.getInt(kind)));
+    }
     ArrayList<Row> out = new ArrayList<>();
     if (!events.isEmpty()) {
       Bucket b = load();
@@ -253,18 +264,16 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     return scala.jdk.javaapi.CollectionConverters.asScala(out.iterator());
   }
 
-  private void step(Bucket b, ArrayList<Row> events, List<Row> out) {
-    for (Row r : events) {
-      if (r.isNullAt(rowNum)) throw wid("a tuple or punctuation with a NULL row_num: arrival order needs one");
-    }
-    events.sort(Comparator.comparingLong((Row r) -> r.getLong(rowNum)).thenComparingInt(r -> r.getInt(kind)));
+  private void step(Bucket b, ArrayList<Event> events, List<Row> out) {
+    events.sort(Comparator.comparingLong((Event e) -> e.rowNum).thenComparingInt(e -> e.kind));
     boolean end = false;
-    for (Row r : events) end |= r.getInt(kind) == END;
+    for (Event e : events) end |= e.kind == END;
     List<Punctuation> due = sequence(b, events, end);
     ArrayList<Tuple> tuples = new ArrayList<>();
-    for (Row r : events) {
-      if (r.getInt(kind) != TUPLE) continue;
-      Tuple t = new Tuple(r);
+    for (Event e : events) {
+      if (e.kind != TUPLE) continue;
+      Row r = e.row;
+      Tuple t = new Tuple(e);
       t.lo = r.isNullAt(lo) ? 0 : r.getLong(lo);
       t.hi = r.isNullAt(hi) ? 0 : r.getLong(hi);
       t.closed = r.isNullAt(closed) ? null : r.getLong(closed);
@@ -277,15 +286,15 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
       tuples = keptOnes;
     }
     ArrayList<Punctuation> punctuations = new ArrayList<>();
-    for (Row r : events) {
-      if (r.getInt(kind) == PUNCTUATION && !r.isNullAt(closed)) {
-        punctuations.add(new Punctuation(r.getLong(rowNum), PUNCTUATION, patternOf(r), r.getLong(closed)));
+    for (Event e : events) {
+      if (e.kind == PUNCTUATION && !e.row.isNullAt(closed)) {
+        punctuations.add(new Punctuation(e.rowNum, PUNCTUATION, patternOf(e.row), e.row.getLong(closed)));
       }
     }
     punctuations.addAll(due);
     if (own) {
       for (Tuple t : tuples) {
-        if (t.closed != null) punctuations.add(new Punctuation(t.row.getLong(rowNum), TUPLE, patternOf(t.row), t.closed));
+        if (t.closed != null) punctuations.add(new Punctuation(t.rowNum, TUPLE, patternOf(t.row), t.closed));
       }
     }
     punctuations.sort(Comparator.comparingLong((Punctuation p) -> p.rowNum).thenComparingInt(p -> p.kind));
@@ -294,28 +303,28 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   /** Steps 1 and 2: the order check, the last element, marks on all keys due as punctuations. */
-  private List<Punctuation> sequence(Bucket b, List<Row> events, boolean end) {
-    Row head = events.get(0);
-    long headRow = head.getLong(rowNum);
+  private List<Punctuation> sequence(Bucket b, List<Event> events, boolean end) {
+    Event head = events.get(0);
+    long headRow = head.rowNum;
     if (b.last != null && b.last[1] == END) throw wid("row_num " + headRow + " arrives after the end-of-stream marker");
-    if (b.last != null && (headRow < b.last[0] || (headRow == b.last[0] && head.getInt(kind) <= b.last[1]))) {
+    if (b.last != null && (headRow < b.last[0] || (headRow == b.last[0] && head.kind <= b.last[1]))) {
       throw wid("row_num " + headRow + " arrives after row_num " + b.last[0]
           + " of an earlier micro-batch (row_num must not go backwards)");
     }
     int ends = 0;
-    for (Row r : events) ends += r.getInt(kind) == END ? 1 : 0;
-    if (ends > 1 || (ends == 1 && events.get(events.size() - 1).getInt(kind) != END)) {
+    for (Event e : events) ends += e.kind == END ? 1 : 0;
+    if (ends > 1 || (ends == 1 && events.get(events.size() - 1).kind != END)) {
       throw wid("the end-of-stream marker must be the last element of the stream");
     }
     long high = b.last == null ? NONE : b.last[2];
     ArrayList<Punctuation> due = new ArrayList<>();
     if (onAll) {
       ArrayList<long[]> candidates = new ArrayList<>(b.pending);
-      for (Row r : events) {
-        if (r.getInt(kind) <= MARK && !r.isNullAt(closed)) candidates.add(new long[] {r.getLong(rowNum) + shift, r.getLong(closed)});
+      for (Event e : events) {
+        if (e.kind <= MARK && !e.row.isNullAt(closed)) candidates.add(new long[] {e.rowNum + shift, e.row.getLong(closed)});
       }
       candidates.sort(Comparator.comparingLong(m -> m[0]));
-      long reached = events.get(events.size() - 1).getLong(rowNum);
+      long reached = events.get(events.size() - 1).rowNum;
       long before = high;
       ArrayList<long[]> waiting = new ArrayList<>();
       for (long[] m : candidates) {
@@ -331,8 +340,8 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
       }
       b.pending = waiting;
     }
-    Row tail = events.get(events.size() - 1);
-    b.last = new long[] {tail.getLong(rowNum), tail.getInt(kind), high};
+    Event tail = events.get(events.size() - 1);
+    b.last = new long[] {tail.rowNum, tail.kind, high};
     return due;
   }
 
@@ -341,9 +350,9 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     HashMap<List<Object>, Boolean> seen = new HashMap<>();
     for (Tuple t : tuples) {
       List<Object> id = new ArrayList<>(Arrays.asList(patternOf(t.row)));
-      id.add(t.row.getLong(rowNum));
+      id.add(t.rowNum);
       if (seen.put(id, Boolean.TRUE) != null) {
-        throw wid("duplicate row_num=" + t.row.getLong(rowNum) + ": arrival order needs a unique row_num");
+        throw wid("duplicate row_num=" + t.rowNum + ": arrival order needs a unique row_num");
       }
     }
     ArrayList<Tuple> out = new ArrayList<>();
@@ -361,11 +370,11 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   /** Open ranges: the largest wid_lo so far; a punctuation beyond it at its arrival is an error. */
-  private long top(Bucket b, List<Row> events, List<Punctuation> punctuations) {
+  private long top(Bucket b, List<Event> events, List<Punctuation> punctuations) {
     long running = b.top;
     int i = 0;
     for (Punctuation p : punctuations) {
-      for (; i < events.size() && events.get(i).getLong(rowNum) <= p.rowNum; i++) running = raise(running, events.get(i));
+      for (; i < events.size() && events.get(i).rowNum <= p.rowNum; i++) running = raise(running, events.get(i));
       if (p.closed > running) {
         throw wid("a punctuation at row_num " + p.rowNum + " closes window " + p.closed + " of a landmark window, "
             + "beyond the stream's largest window so far (" + running + "): live mode cannot tell which of them the "
@@ -378,8 +387,8 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     return running;
   }
 
-  private long raise(long running, Row r) {
-    return r.getInt(kind) <= MARK && !r.isNullAt(lo) ? Math.max(running, r.getLong(lo)) : running;
+  private long raise(long running, Event e) {
+    return e.kind <= MARK && !e.row.isNullAt(lo) ? Math.max(running, e.row.getLong(lo)) : running;
   }
 
   /** Steps 3 and 4: C per tuple, late rows and panes, the windows the batch closes. */
@@ -472,7 +481,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
 
   /** The punctuation comes before the tuple in (row_num, kind) order (a tuple first at equal ones). */
   private boolean before(Punctuation p, Tuple t) {
-    long r = t.row.getLong(rowNum);
+    long r = t.rowNum;
     return p.rowNum < r || (p.rowNum == r && p.kind < TUPLE);
   }
 
