@@ -231,7 +231,8 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     processor = Stateful(step)
     out = None
     if scan is None and own is None and formed is None:  # the pane step, on the JVM where the session has it
-        out = jvm_panes(spark, layout, _union(parts), parts[0], buckets, spread, compiled.spec.slide if positional else None)
+        period = compiled.spec.slide if positional else None
+        out = jvm_panes(spark, layout, _union(parts), parts[0], buckets, spread, period)
     if out is None:
         out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}

@@ -25,7 +25,7 @@ _KEY, _GROUP = "_wid_key", "_wid_group"
 #: With allowed lateness, a kept session's id (NULL until emitted), last revision (-1 until
 #: emitted) and whether its last emission is current: the state's columns after the partials.
 REVISIONS = (StructField("_wid_id", LongType()), StructField("_wid_revision", LongType()),
-        StructField("_wid_current", BooleanType()))
+             StructField("_wid_current", BooleanType()))
 
 
 @dataclass(frozen=True)

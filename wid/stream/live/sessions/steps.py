@@ -186,7 +186,8 @@ def _open(scans: list[KeySessions], parts: pd.DataFrame, layout: Layout) -> pd.D
     frame = merge(frame, [_SESSION, *keys], list(layout.aggregates))
     if layout.lateness is not None:
         held = [kept[g] for g in frame[_SESSION].tolist()]
-        for field, values in zip(REVISIONS, ([s.wid for s in held], [s.revision for s in held], [s.closed for s in held])):
+        columns = ([s.wid for s in held], [s.revision for s in held], [s.closed for s in held])
+        for field, values in zip(REVISIONS, columns):
             frame[field.name] = pd.array(values, dtype="boolean" if field is REVISIONS[2] else "Int64")
     return frame.drop(columns=_SESSION)
 
