@@ -31,8 +31,8 @@ def test_replay_vs_query_times_the_query_and_both_outputs_of_replay(spark):
 
 @pytest.mark.slow
 def test_live_bench_reports_both_engines_with_the_machine_load(spark):
-    lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2)
-    assert len(lines) == 6 and "load average" in lines[0]
+    lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2, warm_files=2)
+    assert len(lines) == 6 and "load average" in lines[0] and "warm-up over 2 micro-batches" in lines[0]
     assert lines[1].startswith("wid live, JVM step (slack): ") and lines[2].startswith("wid live, Python step (slack): ")
     assert lines[3].startswith("spark window + watermark: ")
     assert all("rows/s" in line for line in lines[1:4]) and "state rows max" in lines[3]
@@ -45,7 +45,7 @@ def test_live_bench_reports_both_engines_with_the_machine_load(spark):
 
 @pytest.mark.slow
 def test_live_session_bench_reports_both_engines(spark):
-    lines = live_bench(spark, rows=2000, segments=5, gap=1, files=2)
+    lines = live_bench(spark, rows=2000, segments=5, gap=1, files=2, warm_files=2)
     assert len(lines) == 4 and "[SESSION 1]" in lines[0]
     assert lines[1].startswith("wid live, Python step (slack): ")
     assert lines[2].startswith("spark session_window + watermark: ")

@@ -1,8 +1,10 @@
 """``wid bench --live``: rows/s of wid live mode vs Spark's streaming window aggregation.
 
 One generated traffic stream is split into parquet files (one micro-batch each, the same
-files and ``Trigger.AvailableNow`` for both), after a warm-up run of both on a small stream
-(the JVM's first queries, not the engines, would otherwise decide the first one measured).
+files and ``Trigger.AvailableNow`` for both), after a warm-up run of each engine over a stream
+of ``warm_files`` micro-batches (up to 200,000 rows): a long-running query's steady state, in
+which the JIT has compiled the code each micro-batch runs once (planning, scheduling, the
+stateful step's per-batch work), not its first minute.
 wid live runs ``[RANGE r SLIDE s WATTR ts]`` (or ``[SESSION g WATTR ts]``) per segment closed by
 ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)`` (or ``session_window(ts, g)``)
 with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets``
@@ -116,13 +118,14 @@ def _checkpoint(name: str) -> str:
 
 
 def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int = 60, slide_s: int = 20,
-               delay: int = 5, files: int = 8, buckets: int = 2, gap: int | None = None) -> list[str]:
-    """Report lines of one run of each engine over the same files (after a warm-up of both);
-    ``gap``: session windows of that gap (seconds) instead of sliding ones."""
+               delay: int = 5, files: int = 8, buckets: int = 2, gap: int | None = None,
+               warm_files: int = 20) -> list[str]:
+    """Report lines of one run of each engine over the same files (after a warm-up of each over
+    ``warm_files`` micro-batches); ``gap``: session windows of that gap (seconds) instead of sliding ones."""
     shape = (segments, _windows(range_s, slide_s, gap), delay)
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="wid-bench-live-") as work:
-        for start in _queries(spark, Path(work) / "warm", min(rows, 20000), *shape, 2, buckets).values():
+        for start in _queries(spark, Path(work) / "warm", min(rows, 200_000), *shape, warm_files, buckets).values():
             _timed(start)
         timings = {name: _timed(start)
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
@@ -134,7 +137,7 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
-             f"after a warm-up, load average {load:.2f} before the warm-up"]
+             f"after a warm-up over {warm_files} micro-batches, load average {load:.2f} before the warm-up"]
     for name, (seconds, progress) in timings.items():  # wid's steps, then Spark
         n, what = sizes.get(name, (panes, "panes (the Python step's: the same step)"))
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "

@@ -46,6 +46,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   static final int TUPLE = 0, MARK = 1, PUNCTUATION = 2, END = 3;
   static final long NONE = Long.MIN_VALUE, OPEN = Long.MAX_VALUE - 1;
   static final int SUM = 0, MIN = 1, MAX = 2;
+  static final int COUNT = 0, VALUE = 1, LONG_SUM = 2, DOUBLE_SUM = 3, DECIMAL_SUM = 4;
   static final String STATE_KEY = "_wid_state_key";
   static final int NOTHING = 0, KIND = 1, KEY = 2, PARTIAL = 3, WINDOW = 4, EMIT = 5, PAYLOAD = 6;
 
@@ -90,6 +91,16 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     }
   }
 
+  /** Elements in (row_num, kind) order. */
+  static int order(Event a, Event b) {
+    return a.rowNum != b.rowNum ? Long.compare(a.rowNum, b.rowNum) : Integer.compare(a.kind, b.kind);
+  }
+
+  /** Punctuations in (row_num, kind) order. */
+  static int order(Punctuation a, Punctuation b) {
+    return a.rowNum != b.rowNum ? Long.compare(a.rowNum, b.rowNum) : Integer.compare(a.kind, b.kind);
+  }
+
   private final String layoutJson;
   private final StructType output;
   private final int rowNum, kind, lo, hi, closed, kept;
@@ -101,6 +112,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   private final int[] arg;
   private final long[] tagLo, tagHi, tagClosed;
   private final int[] merge;  // per partial: SUM (also counts), MIN or MAX
+  private final int[] start;  // per partial, its value from one tuple: COUNT, VALUE or a sum's type
   private final int[] resultFrom, resultAt, lateFrom, lateAt;  // per output column: its source and index
   private transient ValueState<byte[]> state;
 
@@ -119,11 +131,13 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     consistent = c.get("consistent").asBoolean(); open = c.get("open").asBoolean(); shift = c.get("shift").asLong();
     JsonNode parts = c.get("partials");
     how = new String[parts.size()]; type = new String[parts.size()]; arg = new int[parts.size()];
-    merge = new int[parts.size()];
+    merge = new int[parts.size()]; start = new int[parts.size()];
     for (int i = 0; i < parts.size(); i++) {
       how[i] = parts.get(i).get("how").asText(); type[i] = parts.get(i).get("type").asText();
       arg[i] = parts.get(i).get("arg").asInt();
       merge[i] = how[i].equals("min") ? MIN : how[i].equals("max") ? MAX : SUM;
+      start[i] = how[i].equals("count") ? COUNT : !how[i].equals("sum") ? VALUE
+          : type[i].equals("long") ? LONG_SUM : type[i].equals("double") ? DOUBLE_SUM : DECIMAL_SUM;
     }
     JsonNode t = c.get("tagger");
     tagLo = t.isNull() ? null : longs(t.get("lo"));
@@ -265,7 +279,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   private void step(Bucket b, ArrayList<Event> events, List<Row> out) {
-    events.sort(Comparator.comparingLong((Event e) -> e.rowNum).thenComparingInt(e -> e.kind));
+    events.sort(PaneStep::order);
     boolean end = false;
     for (Event e : events) end |= e.kind == END;
     List<Punctuation> due = sequence(b, events, end);
@@ -297,7 +311,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
         if (t.closed != null) punctuations.add(new Punctuation(t.rowNum, TUPLE, patternOf(t.row), t.closed));
       }
     }
-    punctuations.sort(Comparator.comparingLong((Punctuation p) -> p.rowNum).thenComparingInt(p -> p.kind));
+    punctuations.sort(PaneStep::order);
     long top = open ? top(b, events, punctuations) : NONE;
     advance(b, tuples, punctuations, end, top, out);
   }
@@ -319,11 +333,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     long high = b.last == null ? NONE : b.last[2];
     ArrayList<Punctuation> due = new ArrayList<>();
     if (onAll) {
-      ArrayList<long[]> candidates = new ArrayList<>(b.pending);
-      for (Event e : events) {
-        if (e.kind <= MARK && !e.row.isNullAt(closed)) candidates.add(new long[] {e.rowNum + shift, e.row.getLong(closed)});
-      }
-      candidates.sort(Comparator.comparingLong(m -> m[0]));
+      List<long[]> candidates = candidates(b.pending, events);
       long reached = events.get(events.size() - 1).rowNum;
       long before = high;
       ArrayList<long[]> waiting = new ArrayList<>();
@@ -343,6 +353,30 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     Event tail = events.get(events.size() - 1);
     b.last = new long[] {tail.rowNum, tail.kind, high};
     return due;
+  }
+
+  /**
+   * The marks that may punctuate, (row_num + shift, closed) in that order: the pending ones
+   * (in order), then, at an equal place, the batch's tuples and marks that raise the largest
+   * closed of the batch's earlier ones (one that does not can never raise the bound: an earlier
+   * one at no later place already reached it).
+   */
+  private List<long[]> candidates(List<long[]> pending, List<Event> events) {
+    ArrayList<long[]> raising = new ArrayList<>();
+    long top = NONE;
+    for (Event e : events) {
+      if (e.kind <= MARK && !e.row.isNullAt(closed) && e.row.getLong(closed) > top) {
+        top = e.row.getLong(closed);
+        raising.add(new long[] {e.rowNum + shift, top});
+      }
+    }
+    ArrayList<long[]> out = new ArrayList<>(pending.size() + raising.size());
+    int i = 0, j = 0;
+    while (i < pending.size() || j < raising.size()) {
+      boolean fromPending = j == raising.size() || (i < pending.size() && pending.get(i)[0] <= raising.get(j)[0]);
+      out.add(fromPending ? pending.get(i++) : raising.get(j++));
+    }
+    return out;
   }
 
   /** ROWS windows: positions per partition (the pattern), ids and the implied punctuation. */
@@ -395,16 +429,19 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   private void advance(Bucket b, List<Tuple> tuples, List<Punctuation> punctuations, boolean end, long top,
                        List<Row> out) {
     int ti = 0, pi = 0;
+    boolean unpatterned = pattern.length == 0;  // one bound for all tuples: kept, not looked up per tuple
+    long bound = unpatterned ? closedFor(b.bounds, new Object[0]) : NONE;
     while (ti < tuples.size() || pi < punctuations.size()) {  // tuples first at equal (row_num, kind)
       boolean tupleNext = pi == punctuations.size() || (ti < tuples.size() && !before(punctuations.get(pi), tuples.get(ti)));
       if (tupleNext) {
         Tuple t = tuples.get(ti++);
-        t.c = closedFor(b.bounds, patternOf(t.row));
+        t.c = unpatterned ? bound : closedFor(b.bounds, patternOf(t.row));
       } else {
         Punctuation p = punctuations.get(pi++);
         for (int sid = 0; sid < shapes.length; sid++) {
           if (inShape(p.values, sid)) b.bounds.merge(boundKey(sid, p.values), p.closed, Math::max);
         }
+        if (unpatterned) bound = closedFor(b.bounds, p.values);
       }
     }
     for (Tuple t : tuples) {
@@ -416,7 +453,8 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
         List<Object> pane = keysOf(t.row);
         pane.add(onLo);
         pane.add(t.hi);
-        b.panes.merge(pane, tuplePartials(t.row), this::combine);
+        Object[] had = b.panes.get(pane);
+        if (had == null) b.panes.put(pane, tuplePartials(t.row)); else combine(had, tuplePartials(t.row));
       }
     }
     int k = keys.length;
@@ -552,13 +590,13 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
     for (int i = 0; i < how.length; i++) {
       Object v = arg[i] < 0 ? Long.valueOf(1) : r.get(arg[i]);
       if ((v instanceof Double && ((Double) v).isNaN()) || (v instanceof Float && ((Float) v).isNaN())) v = null;
-      if (how[i].equals("count")) {
+      if (start[i] == COUNT) {
         out[i] = v == null ? 0L : 1L;
-      } else if (v == null || !how[i].equals("sum")) {
+      } else if (v == null || start[i] == VALUE) {
         out[i] = v;
-      } else if (type[i].equals("long")) {
+      } else if (start[i] == LONG_SUM) {
         out[i] = ((Number) v).longValue();
-      } else if (type[i].equals("double")) {
+      } else if (start[i] == DOUBLE_SUM) {
         out[i] = ((Number) v).doubleValue();
       } else {
         out[i] = v instanceof BigDecimal ? v : new BigDecimal(v.toString());
