@@ -32,15 +32,16 @@ def test_replay_vs_query_times_the_query_and_both_outputs_of_replay(spark):
 @pytest.mark.slow
 def test_live_bench_reports_both_engines_with_the_machine_load(spark):
     lines = live_bench(spark, rows=2000, segments=5, range_s=60, slide_s=20, files=2, warm_files=2)
-    assert len(lines) == 6 and "load average" in lines[0] and "warm-up over 2 micro-batches" in lines[0]
+    assert len(lines) == 8 and "load average" in lines[0] and "warm-up over 2 micro-batches" in lines[0]
     assert lines[1].startswith("wid live, JVM step (slack): ") and lines[2].startswith("wid live, Python step (slack): ")
-    assert lines[3].startswith("spark window + watermark: ")
-    assert all("rows/s" in line for line in lines[1:4]) and "state rows max" in lines[3]
+    assert lines[3].startswith("spark window + watermark: ") and lines[4].startswith("floor: ")
+    assert all("rows/s" in line for line in lines[1:5]) and "state rows max" in lines[3] and "; state:" not in lines[4]
     # wid's state, read back from its checkpoint: the open panes, at most range/slide per key
     # (nondecreasing ts, so nothing older stays open), and some open after each file
     panes = int(re.search(r"state: (\d+) panes max", lines[2]).group(1))
     assert 5 <= panes <= 5 * 3
-    assert lines[4].startswith("wid live, JVM step / spark: ") and lines[5].startswith("wid live, Python step / spark: ")
+    assert lines[5].startswith("wid live, JVM step / spark: ") and lines[6].startswith("wid live, Python step / spark: ")
+    assert lines[7].startswith("floor / spark: ")
 
 
 @pytest.mark.slow

@@ -12,7 +12,10 @@ partitions. Reported: rows/s of each (one run, wall clock from start to the end 
 batch) and the largest state of each operator, per key and per (key, open window): Spark's
 from its operator's metric, wid's panes read back from its checkpoint after each batch (the
 operator's metric counts a bucket's state, all its panes, as one row); an emitted session is
-forgotten at once; with the machine's load average before the run (idle or loaded).
+forgotten at once; with the machine's load average before the run (idle or loaded). Where
+the JVM step runs, so does the floor (:func:`wid.jvm.counted`): the same files, each row
+shuffled to its bucket's stateful step on the JVM and only counted there, the speed no step
+that sees every row can pass.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from pyspark.sql import Column, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from wid.datasets.traffic import traffic
-from wid.jvm import python_step, unavailable
+from wid.jvm import counted, python_step, unavailable
 from wid.stream.live import run as live_run
 from wid.stream.live.job import END_COLUMN, live
 from wid.stream.punctuate import slack
@@ -37,6 +40,8 @@ from wid.stream.live.state_rows import frame_rows
 
 WID_CHECKPOINT = "wid_checkpoint"
 JVM, PYTHON = "wid live, JVM step (slack)", "wid live, Python step (slack)"
+#: Every row to its bucket's stateful step on the JVM, counted there (:func:`wid.jvm.counted`).
+FLOOR = "floor: each row read and counted by a JVM stateful step"
 
 
 def _timed(start: Callable[[], StreamingQuery]) -> tuple[float, list[dict]]:
@@ -100,17 +105,23 @@ def _queries(spark: SparkSession, work: Path, rows: int, segments: int, windows:
     stream = live_run.source(spark, work / "in").where(~F.col(END_COLUMN))
     windowed = (stream.withWatermark("ts", f"{delay} seconds").groupBy(window, "seg_id")
                 .agg(F.count(F.lit(1)).alias("n"), F.max("speed").alias("top")))
-
-    def spark_query() -> StreamingQuery:
-        with live_run.state_partitions(spark, buckets):  # as many as wid's stateful step has
-            return (windowed.writeStream.format("parquet").outputMode("append")
-                    .option("checkpointLocation", str(work / "spark_checkpoint")).trigger(availableNow=True)
-                    .start(str(work / "spark_out")))
-
     spark_name = "spark session_window" if "SESSION" in clause else "spark window"
-    return {**{name: partial(live_run.start, job, work / f"{name}_out", work / _checkpoint(name))
-               for name, job in jobs.items()},
-            f"{spark_name} + watermark": spark_query}
+    queries = {name: partial(live_run.start, job, work / f"{name}_out", work / _checkpoint(name))
+               for name, job in jobs.items()}
+    queries[f"{spark_name} + watermark"] = partial(_appended, windowed, work / "spark", buckets)
+    if JVM in jobs:
+        bucketed = stream.withColumn("bucket", F.pmod(F.hash("seg_id"), F.lit(buckets)))
+        queries[FLOOR] = partial(_appended, counted(bucketed, "bucket"), work / "floor", buckets)
+    return queries
+
+
+def _appended(frame: DataFrame, work: Path, buckets: int) -> StreamingQuery:
+    """``frame`` appended to parquet files under ``work`` (its state: ``buckets`` partitions, as
+    many as wid's stateful step has), over the files there are now."""
+    with live_run.state_partitions(frame.sparkSession, buckets):
+        return (frame.writeStream.format("parquet").outputMode("append")
+                .option("checkpointLocation", str(work / "checkpoint")).trigger(availableNow=True)
+                .start(str(work / "out")))
 
 
 def _checkpoint(name: str) -> str:
@@ -131,21 +142,23 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
                    for name, start in _queries(spark, Path(work) / "run", rows, *shape, files, buckets).items()}
         checkpoint = Path(work) / "run" / WID_CHECKPOINT
         panes = _pane_rows(spark, checkpoint, timings[PYTHON][1])
-        spark_name, (spark_seconds, spark_progress) = list(timings.items())[-1]
+        spark_name = next(name for name in timings if name.startswith("spark"))
+        spark_seconds, spark_progress = timings[spark_name]
         sizes = {PYTHON: (panes, "panes"), spark_name: (_state_rows(spark_progress), "state rows")}
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
              f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} state partitions each, one run "
              f"after a warm-up over {warm_files} micro-batches, load average {load:.2f} before the warm-up"]
-    for name, (seconds, progress) in timings.items():  # wid's steps, then Spark
+    for name, (seconds, progress) in timings.items():  # wid's steps, Spark, the floor
         n, what = sizes.get(name, (panes, "panes (the Python step's: the same step)"))
+        state = (f"; state: {n} {what} max ({n / segments:.1f} per key, "
+                 f"{n / segments / open_windows:.2f} per key and window)" if name != FLOOR else "")
         lines.append(f"{name}: {seconds:.1f} s, {rows / seconds:,.0f} rows/s "
-                     f"({_steady(progress, rows, files):,.0f} rows/s after the first batch); state: {n} {what} max "
-                     f"({n / segments:.1f} per key, {n / segments / open_windows:.2f} per key and window)")
+                     f"({_steady(progress, rows, files):,.0f} rows/s after the first batch){state}")
     spark_steady = _steady(spark_progress, rows, files) or 1
-    for name in [n for n in (JVM, PYTHON) if n in timings]:
+    for name in [n for n in (JVM, PYTHON, FLOOR) if n in timings]:
         seconds, progress = timings[name]
-        lines.append(f"{name.split(' (')[0]} / spark: {spark_seconds / seconds:.2f}x throughput "
+        lines.append(f"{name.split(' (')[0].split(':')[0]} / spark: {spark_seconds / seconds:.2f}x throughput "
                      f"({_steady(progress, rows, files) / spark_steady:.2f}x after the first batch)")
     return lines

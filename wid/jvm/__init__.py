@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyspark
 from py4j.protocol import Py4JError
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("wid.live")
 SOURCES = Path(__file__).resolve().parent / "src"
@@ -124,6 +124,29 @@ def unavailable(spark: SparkSession) -> str | None:
     except Py4JError:  # not on the session's classpath
         return "the session has no wid-live.jar on spark.jars (wid.jvm.jar_path() gives it)"
     return None
+
+
+def counted(frame: DataFrame, bucket: str) -> DataFrame:
+    """``frame`` (a streaming frame on a session that can run the JVM step, with the RocksDB
+    state store, as :func:`wid.live` sets it) through ``wid.jvm.CountStep``: every row shuffled
+    to the stateful step of its ``bucket`` (an int column), read and counted there; one row per
+    bucket and micro-batch, ``(bucket, rows so far)``. The floor ``wid bench --live`` measures:
+    no step that sees every row runs faster.
+
+    >>> import tempfile
+    >>> from pyspark.sql import functions as F
+    >>> spark.conf.set("spark.sql.streaming.stateStore.providerClass",
+    ...                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     spark.table("readings").write.parquet(d, mode="overwrite")
+    ...     stream = spark.readStream.schema(spark.table("readings").schema).parquet(d)
+    ...     out = counted(stream.withColumn("b", F.lit(0)), "b")
+    ...     out.writeStream.format("memory").queryName("counted").trigger(availableNow=True).start().awaitTermination()
+    >>> [tuple(r) for r in spark.table("counted").collect()] == [(0, spark.table("readings").count())]
+    True
+    """
+    spark = frame.sparkSession
+    return DataFrame(spark._jvm.wid.jvm.CountStep.apply(frame._jdf, bucket), spark)
 
 
 @contextmanager
