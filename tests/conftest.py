@@ -26,6 +26,7 @@ if importlib.util.find_spec("wid.datasets") is None:
     sys.modules["wid.datasets"] = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(sys.modules["wid.datasets"])
 
+from wid.jvm import CONNECT_STEP, PLUGINS, jar_path  # noqa: E402
 from wid.session import local_session  # noqa: E402
 
 from connect_server import connect_server  # noqa: E402
@@ -49,9 +50,13 @@ def connect_warehouse(tmp_path_factory) -> Path:
 def connect_url(connect_warehouse) -> Iterator[str]:
     """One Spark Connect server on a loopback port for the whole run (started by the first test
     that asks for it, stopped at the end: a server takes ~15 s to start, so no test starts its own
-    where this one would do); its ``sc://127.0.0.1:PORT`` URL."""
-    warehouse = {"spark.sql.warehouse.dir": str(connect_warehouse)}
-    with connect_server(connect_warehouse.parent / "server.log", **warehouse) as url:
+    where this one would do), with wid's relation plugin where a JDK built the jar; its
+    ``sc://127.0.0.1:PORT`` URL."""
+    conf = {"spark.sql.warehouse.dir": str(connect_warehouse)}
+    jar = jar_path()
+    if jar is not None:  # live mode's JVM step on the server, through its relation plugin
+        conf.update({"spark.jars": str(jar), PLUGINS: CONNECT_STEP})
+    with connect_server(connect_warehouse.parent / "server.log", **conf) as url:
         yield url
 
 

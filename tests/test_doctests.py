@@ -29,13 +29,14 @@ EXEMPT = {
     "wid.bench.experiment": ("run_experiment", "experiment", "add_parser", "plot"), "wid.datasets.traffic": ("main",),
     # servers: Spark Connect, the Thrift JDBC server and its shell (tests/test_sqlcat.py, tests/test_connect.py)
     "wid.sql.serve": _ALL, "wid.sql.shell": _ALL, "wid.session": ("remote_session",),
+    "wid.jvm.connect": ("pane_relation",),  # over a Connect server with wid's plugin (tests/test_live.py)
     # a Hive metastore (tests/test_sqlcat.py)
     "wid.sql.catalog": ("session",), "wid.sql.views": ("create_persistent_view",),
     # run by transformWithStateInPandas inside a streaming query (wid.live's example runs them)
     "wid.stream.live.state": ("PaneProcessor",), "wid.stream.live.sessions.state": ("SessionProcessor",),
     "wid.stream.live.operational": ("OperationalProcessor",), "wid.stream.live.fca": ("SlideProcessor",),
     "wid.stream.live.processor": ("Stateful",), "wid.stream.live.output": ("views_of",),
-    "wid.stream.live.jvm": ("jvm_panes",),
+    "wid.stream.live.jvm": ("jvm_panes",), "wid.jvm": ("pane_step",),
 }
 #: Every module of the package and of the bundled generators (``wid.datasets``, installed from datasets/).
 MODULES = sorted({m.name for path, prefix in ((wid.__path__, "wid."), (datasets.__path__, "wid.datasets."))

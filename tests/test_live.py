@@ -635,7 +635,9 @@ def run_remote(url: str, directory: Path, work: Path) -> None:
     try:
         tuples, _ = _split(live_run.source(spark, directory))
         job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
-        live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
+        progress = live_run.run(live_run.start(job, work / "out", work / "checkpoint"))
+        if progress[-1]["stateOperators"][0]["operatorName"] == "transformWithStateExec":
+            print("JVM step over Spark Connect")
         sessions = live(spark, SESSIONS.format(view=VIEW), tuples, punctuate.slack(1.5))
         live_run.run(live_run.start(sessions, work / "sessions" / "out", work / "sessions" / "checkpoint"))
         for name, (text, generator) in REMOTE.items():
@@ -650,6 +652,8 @@ def test_live_over_spark_connect_equals_replay(spark, connect_url, stream, tmp_p
     client = subprocess.run([sys.executable, __file__, connect_url, str(directory), str(tmp_path)], env=spark_env(),
                             capture_output=True, text=True, timeout=1500)
     assert client.returncode == 0, client.stderr[-5000:]
+    # the pane step ran on the server's JVM, through wid's relation plugin
+    assert "uses the Python step" not in client.stderr and "JVM step over Spark Connect" in client.stdout
     tuples, _ = _split(live_run.source(spark, directory))
     job = live(spark, QUERY, tuples, punctuate.slack(1, mode="consistent"))
     results, late = live_run.read_output(spark, job, tmp_path / "out")

@@ -9,9 +9,13 @@ starts: :func:`wid.session.local_session` puts it there; a session of your own t
 
     SparkSession.builder.config("spark.jars", str(wid.jvm.jar_path()))...
 
-Without a JDK (``javac`` under ``$WID_JDK``, ``$JAVA_HOME`` or on ``PATH``), with
-``WID_JVM=off``, or in a session without the jar (Spark Connect, a session started elsewhere),
-live mode runs the Python step and says so in one line (:func:`unavailable`).
+A Spark Connect server runs the step through wid's relation plugin (``wid.jvm.ConnectStep``,
+:mod:`wid.jvm.connect`) when it starts with the jar on its ``spark.jars`` and
+``spark.connect.extensions.relation.classes=wid.jvm.ConnectStep``. Without a JDK (``javac``
+under ``$WID_JDK``, ``$JAVA_HOME`` or on ``PATH``), with ``WID_JVM=off``, in a session without
+the jar, or over a Connect server without the plugin, live mode runs the Python step and says
+so in one line (:func:`unavailable`). The jar also holds ``wid.jvm.CountStep``, the floor
+``wid bench --live`` measures (:func:`counted`).
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from pyspark.sql import DataFrame, SparkSession
 log = logging.getLogger("wid.live")
 SOURCES = Path(__file__).resolve().parent / "src"
 STEP = "wid.jvm.PaneStep"
+#: The relation plugin that runs the step on a Spark Connect server (:mod:`wid.jvm.connect`).
+CONNECT_STEP = "wid.jvm.ConnectStep"
+PLUGINS = "spark.connect.extensions.relation.classes"
 #: ``WID_JVM=off``: no JVM step (as without a JDK): live mode runs the Python step.
 SWITCH = "WID_JVM"
 
@@ -108,8 +115,8 @@ def jar_path() -> Path | None:
 
 
 def unavailable(spark: SparkSession) -> str | None:
-    """Why ``spark`` cannot run the JVM step (Spark Connect, ``WID_JVM=off``, no jar on its
-    ``spark.jars``), or None when it can.
+    """Why ``spark`` cannot run the JVM step (``WID_JVM=off``, no jar on its ``spark.jars``, a
+    Spark Connect server without wid's relation plugin), or None when it can.
 
     >>> unavailable(spark) is None
     True
@@ -117,13 +124,31 @@ def unavailable(spark: SparkSession) -> str | None:
     if os.environ.get(SWITCH, "").lower() == "off":
         return f"{SWITCH}=off"
     jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        return "a Spark Connect session (its server would need a relation plugin)"
+    if jvm is None:  # Spark Connect: its server runs the step where it loads the relation plugin
+        if CONNECT_STEP not in [c.strip() for c in (spark.conf.get(PLUGINS, "") or "").split(",")]:
+            return f"a Spark Connect server without {PLUGINS}={CONNECT_STEP} (docs/live.md)"
+        return None
     try:
         jvm.java.lang.Class.forName(STEP, False, jvm.java.lang.Thread.currentThread().getContextClassLoader())
     except Py4JError:  # not on the session's classpath
         return "the session has no wid-live.jar on spark.jars (wid.jvm.jar_path() gives it)"
     return None
+
+
+def pane_step(elements: DataFrame, marks: DataFrame | None, layout: str) -> DataFrame:
+    """``wid.jvm.PaneStep.apply(elements, marks, layout)``: the pane step of live mode over
+    ``elements`` (``layout``: its JSON, :func:`wid.stream.live.jvm.layout_json`; ``marks``:
+    the marks' read, or None), on the session's JVM, or over Spark Connect through the server's
+    relation plugin (:mod:`wid.jvm.connect`). :func:`unavailable` says whether the session can.
+    :func:`wid.stream.live.jvm.jvm_panes` builds its arguments; its tests run it.
+    """
+    spark = elements.sparkSession
+    if getattr(spark, "_jvm", None) is None:
+        from wid.jvm.connect import pane_relation  # Spark Connect's client, imported when used
+
+        return pane_relation(elements, marks, layout)
+    step = spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, marks._jdf if marks is not None else None, layout)
+    return DataFrame(step, spark)
 
 
 def counted(frame: DataFrame, bucket: str) -> DataFrame:

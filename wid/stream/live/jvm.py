@@ -9,7 +9,8 @@ output timestamps (keys, payload, min and max partials) too: the JVM's row encod
 ``java.sql.Timestamp`` of each. The records of the ``spread`` columns that every bucket needs
 reach the other buckets as mark rows, as :func:`wid.stream.live.input.pack` sends them
 (``PaneStep.Route``, a ``mapPartitions`` over the tuples' bucket, row_num and spread columns,
-read for it alone). The layout travels as JSON (:func:`layout_json`).
+read for it alone). The layout travels as JSON (:func:`layout_json`); over Spark Connect the
+server runs the step through wid's relation plugin (:func:`wid.jvm.pane_step`).
 Sessions, slide-by-tuple, SPL and Flink windows keep their Python steps.
 """
 
@@ -24,7 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType, TimestampType
 
 from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, in_order
-from wid.jvm import unavailable
+from wid.jvm import pane_step, unavailable
 from wid.windows.sqlexpr import column
 from wid.stream.live.input import BUCKET, KIND, bucket_keys
 from wid.stream.live.panes import partial_names
@@ -133,7 +134,7 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, tuples: 
                                  for c in elements.columns])
     marks = None  # the tuples' bucket, row_num and spread columns, read for the marks alone
     if spread and buckets > 1:  # a NULL row_num fails the query in the elements (in_order above)
-        marks = tuples.where(column("row_num").isNotNull()).select(BUCKET, "row_num", *spread)._jdf
-    out = DataFrame(spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, marks, json.dumps(step)), spark)
+        marks = tuples.where(column("row_num").isNotNull()).select(BUCKET, "row_num", *spread)
+    out = pane_step(elements, marks, json.dumps(step))
     return out.select(*[F.timestamp_micros(column(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
                         else column(f.name) for f in layout.output.fields])
