@@ -8,7 +8,7 @@ hands the JVM a bucket's rows with no Python in between. Timestamps (``TIMESTAMP
 output timestamps (keys, payload, min and max partials) too: the JVM's row encoder would make a
 ``java.sql.Timestamp`` of each. The records of the ``spread`` columns that every bucket needs
 reach the other buckets as mark rows, as :func:`wid.stream.live.input.pack` sends them
-(``PaneStep.Route``, a ``mapPartitions`` over the tuples' bucket, row_num and spread columns,
+(``wid.jvm.Route``, a ``mapPartitions`` over the tuples' bucket, row_num and spread columns,
 read for it alone). The layout travels as JSON (:func:`layout_json`); over Spark Connect the
 server runs the step through wid's relation plugin (:func:`wid.jvm.pane_step`).
 Sessions, slide-by-tuple, SPL and Flink windows keep their Python steps.
