@@ -8,8 +8,9 @@ stateful step's per-batch work), not its first minute.
 wid live runs ``[RANGE r SLIDE s WATTR ts]`` (or ``[SESSION g WATTR ts]``) per segment closed by
 ``slack(delay)``; Spark runs ``groupBy(window(ts, r, s), seg_id)`` (or ``session_window(ts, g)``)
 with ``withWatermark(ts, delay)`` into a parquet sink; both stateful steps have ``buckets``
-partitions and the session's state store (RocksDB, which wid's ``transformWithState`` needs). Reported: rows/s of each (one run, wall clock from start to the end of the last
-batch) and the largest state of each operator, per key and per (key, open window): Spark's
+partitions and the session's state store (RocksDB, which wid's ``transformWithState`` needs).
+Reported: rows/s of each (one run, wall clock from start to the end of the last batch) and the
+largest state of each operator, per key and per (key, open window): Spark's
 from its operator's metric, wid's panes read back from its checkpoint after each batch (the
 operator's metric counts a bucket's state, all its panes, as one row); an emitted session is
 forgotten at once; with the machine's load average before the run (idle or loaded). Where
@@ -148,8 +149,8 @@ def live_bench(spark: SparkSession, rows: int, segments: int = 50, range_s: int 
     open_windows = 1 if gap is not None else -(-range_s // slide_s)  # sessions: one open per key, or none
     what = f"[SESSION {gap}]" if gap is not None else f"[RANGE {range_s} SLIDE {slide_s}]"
     lines = [f"{rows} rows, {segments} keys, {what} (~{open_windows} open windows "
-             f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} RocksDB state partitions each, one run "
-             f"after a warm-up over {warm_files} micro-batches, load average {load:.2f} before the warm-up"]
+             f"per key), {files} files + end marker, Trigger.AvailableNow, {buckets} RocksDB state partitions each, "
+             f"one run after a warm-up over {warm_files} micro-batches, load average {load:.2f} before the warm-up"]
     for name, (seconds, progress) in timings.items():  # wid's steps, Spark, the floor
         n, what = sizes.get(name, (panes, "panes (the Python step's: the same step)"))
         state = (f"; state: {n} {what} max ({n / segments:.1f} per key, "

@@ -61,11 +61,21 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   /** An element of the batch: its row, row_num and kind, read once (the order sorts on them). */
-  static final class Event {
-    final Row row;
+  /** A place in the stream's order: row_num, then kind (a tuple before a punctuation at one row_num). */
+  abstract static class Placed {
     final long rowNum;
     final int kind;
-    Event(Row row, long rowNum, int kind) { this.row = row; this.rowNum = rowNum; this.kind = kind; }
+    Placed(long rowNum, int kind) { this.rowNum = rowNum; this.kind = kind; }
+
+    /** Two places in (row_num, kind) order. */
+    static int order(Placed a, Placed b) {
+      return a.rowNum != b.rowNum ? Long.compare(a.rowNum, b.rowNum) : Integer.compare(a.kind, b.kind);
+    }
+  }
+
+  static final class Event extends Placed {
+    final Row row;
+    Event(Row row, long rowNum, int kind) { super(rowNum, kind); this.row = row; }
   }
 
   /** A tuple of the batch with its range and own punctuation (null: none). */
@@ -79,24 +89,12 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   /** A punctuation: row_num, kind (for the order), pattern values, the windows it closes. */
-  static final class Punctuation {
-    final long rowNum;
-    final int kind;
+  static final class Punctuation extends Placed {
     final Object[] values;
     final long closed;
     Punctuation(long rowNum, int kind, Object[] values, long closed) {
-      this.rowNum = rowNum; this.kind = kind; this.values = values; this.closed = closed;
+      super(rowNum, kind); this.values = values; this.closed = closed;
     }
-  }
-
-  /** Elements in (row_num, kind) order. */
-  static int order(Event a, Event b) {
-    return a.rowNum != b.rowNum ? Long.compare(a.rowNum, b.rowNum) : Integer.compare(a.kind, b.kind);
-  }
-
-  /** Punctuations in (row_num, kind) order. */
-  static int order(Punctuation a, Punctuation b) {
-    return a.rowNum != b.rowNum ? Long.compare(a.rowNum, b.rowNum) : Integer.compare(a.kind, b.kind);
   }
 
   private final String layoutJson;
@@ -210,7 +208,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
   }
 
   private void step(Bucket b, ArrayList<Event> events, List<Row> out) {
-    events.sort(PaneStep::order);
+    events.sort(Placed::order);
     boolean end = false;
     for (Event e : events) end |= e.kind == END;
     List<Punctuation> due = sequence(b, events, end);
@@ -242,7 +240,7 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
         if (t.closed != null) punctuations.add(new Punctuation(t.rowNum, TUPLE, patternOf(t.row), t.closed));
       }
     }
-    punctuations.sort(PaneStep::order);
+    punctuations.sort(Placed::order);
     long top = open ? top(b, events, punctuations) : NONE;
     advance(b, tuples, punctuations, end, top, out);
   }
