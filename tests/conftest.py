@@ -1,12 +1,12 @@
 """Shared test setup: the checkout is importable; one loopback Spark session and one Spark
-Connect server serve the run."""
+Connect server (started early, in the background) serve the run."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,18 +46,27 @@ def connect_warehouse(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("connect") / "spark-warehouse"
 
 
-@pytest.fixture(scope="session")
-def connect_url(connect_warehouse) -> Iterator[str]:
-    """One Spark Connect server on a loopback port for the whole run (started by the first test
-    that asks for it, stopped at the end: a server takes ~15 s to start, so no test starts its own
-    where this one would do), with wid's relation plugin where a JDK built the jar; its
-    ``sc://127.0.0.1:PORT`` URL."""
+@pytest.fixture(scope="session", autouse=True)
+def connect_server_started(request, connect_warehouse) -> Iterator[Callable[[], str] | None]:
+    """The run's one Spark Connect server, started before the run's first test if a collected test
+    uses ``connect_url`` (None if none does): a server takes 15-50 s to start, so it starts while
+    the tests before its first user run, and no test starts its own where this one would do. On a
+    loopback port, with wid's relation plugin where a JDK built the jar; stopped at the end."""
+    if not any("connect_url" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
     conf = {"spark.sql.warehouse.dir": str(connect_warehouse)}
     jar = jar_path()
     if jar is not None:  # live mode's JVM step on the server, through its relation plugin
         conf.update({"spark.jars": str(jar), PLUGINS: CONNECT_STEP})
     with connect_server(connect_warehouse.parent / "server.log", **conf) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def connect_url(connect_server_started) -> str:
+    """The run's Spark Connect server's ``sc://127.0.0.1:PORT`` URL, once it listens."""
+    return connect_server_started()
 
 
 # Hypothesis profiles for tests/test_properties.py: ``ci`` (the default) is small and

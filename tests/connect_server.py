@@ -1,9 +1,10 @@
 """Local Spark processes for the tests, started from the installed pyspark and bound to 127.0.0.1.
 
 ``spark_process(...)`` runs one JVM class through pyspark's ``bin/spark-class`` or
-``bin/spark-submit`` (which ``exec`` java, so the child is the JVM itself), waits until it
-listens on its port, and stops it (and anything it forked) on exit. ``connect_server()``
-is a Spark Connect server; ``free_port()`` a loopback port nobody listens on;
+``bin/spark-submit`` (which ``exec`` java, so the child is the JVM itself), hands back a
+``ready()`` that waits until it listens on its port (so several start at once, or one starts
+early and is waited for when first used), and stops it (and anything it forked) on exit.
+``connect_server()`` is a Spark Connect server; ``free_port()`` a loopback port nobody listens on;
 ``assert_wid_run_matches_local`` checks ``wid run`` against such a server.
 """
 
@@ -15,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -74,21 +75,25 @@ def _listening(port: int) -> bool:
 @contextmanager
 def spark_process(
     args: list[str], port: int, log: Path, timeout: float = 300, env: dict[str, str] | None = None
-) -> Iterator[subprocess.Popen]:
-    """Run ``bin/<args...>`` from pyspark until the ``with`` block ends; ready once ``port`` accepts
-    connections. Fails with the tail of ``log`` if the process exits or ``timeout`` passes first."""
+) -> Iterator[Callable[[], None]]:
+    """Start ``bin/<args...>`` from pyspark and stop it when the ``with`` block ends; yields ``ready()``,
+    which returns once ``port`` accepts connections and fails with the tail of ``log`` if the process
+    exits or ``timeout`` (from the start) passes first."""
     with open(log, "wb") as out:
         process = subprocess.Popen([str(SPARK_HOME / "bin" / args[0]), *args[1:]], env={**spark_env(), **(env or {})},
                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
-    try:
-        deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout
+
+    def ready() -> None:
         while not _listening(port):
             if process.poll() is not None or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"{' '.join(args[:3])} did not listen on {LOOPBACK}:{port}:\n{tail}")
-            time.sleep(1)
-        yield process
+            time.sleep(0.25)
+
+    try:
+        yield ready
     finally:
         _stop(process)
 
@@ -118,12 +123,16 @@ def loopback_conf(**extra: str) -> list[str]:
 
 
 @contextmanager
-def connect_server(log: Path, master: str = "local[2]", **conf: str) -> Iterator[str]:
-    """A Spark Connect server on a free loopback port (``conf``: more settings); yields its
-    ``sc://127.0.0.1:PORT`` URL."""
+def connect_server(log: Path, master: str = "local[2]", **conf: str) -> Iterator[Callable[[], str]]:
+    """A Spark Connect server on a free loopback port (``conf``: more settings), started on entry;
+    yields ``url()``, which waits until it listens and returns its ``sc://127.0.0.1:PORT`` URL."""
     port = free_port()
     args = ["spark-submit", "--class", CONNECT_SERVER, "--name", "wid tests", "--master", master,
             "--driver-memory", "1g", *loopback_conf(**{"spark.connect.grpc.binding.address": LOOPBACK,
                                                       "spark.connect.grpc.binding.port": str(port), **conf})]
-    with spark_process(args, port, log, env={"SPARK_CONNECT_MODE": "0"}):
-        yield f"sc://{LOOPBACK}:{port}"
+    with spark_process(args, port, log, env={"SPARK_CONNECT_MODE": "0"}) as ready:
+        def url() -> str:
+            ready()
+            return f"sc://{LOOPBACK}:{port}"
+
+        yield url

@@ -27,15 +27,17 @@ def cluster(tmp_path_factory) -> Iterator[tuple[str, list[Path]]]:
     with ExitStack() as stack:
         stack.enter_context(spark_process(
             ["spark-class", "org.apache.spark.deploy.master.Master", "--host", LOOPBACK, "--port", str(port),
-             "--webui-port", str(free_port())], port, tmp / "master.log"))
-        work_dirs = []
+             "--webui-port", str(free_port())], port, tmp / "master.log"))()
+        work_dirs, workers = [], []  # the workers start together, once their master listens
         for i in range(WORKERS):
             work_dirs.append(tmp / f"worker{i}")
             worker_port = free_port()
-            stack.enter_context(spark_process(
+            workers.append(stack.enter_context(spark_process(
                 ["spark-class", "org.apache.spark.deploy.worker.Worker", url, "--host", LOOPBACK,
                  "--port", str(worker_port), "--webui-port", str(free_port()), "--cores", "1", "--memory", "1g",
-                 "--work-dir", str(work_dirs[-1])], worker_port, tmp / f"worker{i}.log"))
+                 "--work-dir", str(work_dirs[-1])], worker_port, tmp / f"worker{i}.log")))
+        for ready in workers:
+            ready()
         yield url, work_dirs
 
 
