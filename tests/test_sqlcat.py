@@ -391,6 +391,10 @@ def test_beeline_reads_the_window_view_over_wid_serve(spark, hive_catalog):
                                "--warehouse", str(hive_catalog)], env=_env(), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
     try:
+        spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")  # the expected rows, while it starts
+        expected = _strings(wid.query(spark, Q1).select(
+            "wid", *[F.date_format(c, "yyyy-MM-dd HH:mm:ss.S").alias(c) for c in ("window_start", "window_end")],
+            "seg_id", "max_speed", "min_speed"))
         ready = server.stdout.readline()
         assert f"jdbc:hive2://127.0.0.1:{port}" in ready, server.stderr.read()[-2000:]
         beeline = subprocess.run(
@@ -401,11 +405,7 @@ def test_beeline_reads_the_window_view_over_wid_serve(spark, hive_catalog):
         lines = [line for line in beeline.stdout.splitlines() if line.strip()]
         assert lines[:2] == ["namespace,viewName,isTemporary", "default,q1,false"]
         assert lines[2] == "wid,window_start,window_end,seg_id,max_speed,min_speed"
-        spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
-        expected = wid.query(spark, Q1).select(
-            "wid", *[F.date_format(c, "yyyy-MM-dd HH:mm:ss.S").alias(c) for c in ("window_start", "window_end")],
-            "seg_id", "max_speed", "min_speed")
-        assert sorted(line.split(",") for line in lines[3:]) == _strings(expected)
+        assert sorted(line.split(",") for line in lines[3:]) == expected
         (hive_catalog / "beeline.txt").write_text(beeline.stdout)
     finally:
         server.terminate()
