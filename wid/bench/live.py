@@ -55,8 +55,8 @@ def _timed(start: Callable[[], StreamingQuery]) -> tuple[float, list[dict]]:
 def _steady(progress: list[dict], rows: int, files: int) -> float:
     """Rows per second over the micro-batches after the first (whose time is mostly start-up:
     planning, Python workers), from each batch's ``triggerExecution`` time; the rows are the
-    stream's after its first file (a query that reads its source more than once, as wid's JVM
-    step does for its marks, counts each row as often in ``numInputRows``)."""
+    stream's after its first file (a query that reads its source more than once, as wid's does
+    for the end marker, may count a row as often in ``numInputRows``)."""
     millis = sum(p["durationMs"].get("triggerExecution", 0) for p in progress[1:])
     return (rows - -(-rows // files)) / (millis / 1000) if millis else 0.0
 

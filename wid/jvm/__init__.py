@@ -135,19 +135,19 @@ def unavailable(spark: SparkSession) -> str | None:
     return None
 
 
-def pane_step(elements: DataFrame, marks: DataFrame | None, layout: str) -> DataFrame:
-    """``wid.jvm.PaneStep.apply(elements, marks, layout)``: the pane step of live mode over
-    ``elements`` (``layout``: its JSON, :func:`wid.stream.live.jvm.layout_json`; ``marks``:
-    the marks' read, or None), on the session's JVM, or over Spark Connect through the server's
-    relation plugin (:mod:`wid.jvm.connect`). :func:`unavailable` says whether the session can.
+def pane_step(elements: DataFrame, layout: str) -> DataFrame:
+    """``wid.jvm.PaneStep.apply(elements, layout)``: the pane step of live mode over
+    ``elements`` (``layout``: its JSON, :func:`wid.stream.live.jvm.layout_json`), on the
+    session's JVM, or over Spark Connect through the server's relation plugin
+    (:mod:`wid.jvm.connect`). :func:`unavailable` says whether the session can.
     :func:`wid.stream.live.jvm.jvm_panes` builds its arguments; its tests run it.
     """
     spark = elements.sparkSession
     if getattr(spark, "_jvm", None) is None:
         from wid.jvm.connect import pane_relation  # Spark Connect's client, imported when used
 
-        return pane_relation(elements, marks, layout)
-    step = spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, marks._jdf if marks is not None else None, layout)
+        return pane_relation(elements, layout)
+    step = spark._jvm.wid.jvm.PaneStep.apply(elements._jdf, layout)
     return DataFrame(step, spark)
 
 

@@ -5,9 +5,9 @@ plugin a Connect server loads when started with the jar and the plugin::
     --conf spark.connect.extensions.relation.classes=wid.jvm.ConnectStep
 
 The client sends one ``Relation`` whose ``extension`` (a ``google.protobuf.Any`` of type
-:data:`TYPE`) holds three protobuf fields: 1 the elements' relation, 2 the marks' read (absent:
-none), 3 the layout's JSON; the server plans both relations and runs ``PaneStep.apply`` on
-them, as :func:`wid.jvm.pane_step` does in a classic session.
+:data:`TYPE`) holds two protobuf fields: 1 the elements' relation, 2 the layout's JSON; the
+server plans the relation and runs ``PaneStep.apply`` on it, as :func:`wid.jvm.pane_step` does
+in a classic session.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ TYPE = "type.googleapis.com/wid.PaneStep"
 def field(number: int, value: bytes) -> bytes:
     """Protobuf field ``number`` of wire type 2 (length-delimited) holding ``value``.
 
-    >>> field(3, b"{}")
-    b'\\x1a\\x02{}'
+    >>> field(2, b"{}")
+    b'\\x12\\x02{}'
     """
     return _varint(number << 3 | 2) + _varint(len(value)) + value
 
@@ -39,33 +39,28 @@ def _varint(n: int) -> bytes:
 
 
 class PaneRelation(LogicalPlan):
-    """The pane step over ``elements`` (and the marks' read ``marks``, or None) with ``layout``
-    (the step's JSON), as a Connect relation.
+    """The pane step over ``elements`` with ``layout`` (the step's JSON), as a Connect relation.
 
     >>> from pyspark.sql.connect.plan import Range
-    >>> relation = PaneRelation(Range(0, 3, 1), None, "{}").plan(None)
+    >>> relation = PaneRelation(Range(0, 3, 1), "{}").plan(None)
     >>> relation.extension.type_url
     'type.googleapis.com/wid.PaneStep'
-    >>> relation.extension.value.startswith(b"\\n") and relation.extension.value.endswith(field(3, b"{}"))
+    >>> relation.extension.value.startswith(b"\\n") and relation.extension.value.endswith(field(2, b"{}"))
     True
     """
 
-    def __init__(self, elements: LogicalPlan, marks: LogicalPlan | None, layout: str) -> None:
+    def __init__(self, elements: LogicalPlan, layout: str) -> None:
         super().__init__(elements)
-        self._marks = marks
         self._layout = layout
 
     def plan(self, session) -> proto.Relation:  # noqa: ANN001 (a SparkConnectClient)
         relation = self._create_proto_relation()
-        value = field(1, self._child.plan(session).SerializeToString())
-        if self._marks is not None:
-            value += field(2, self._marks.plan(session).SerializeToString())
         relation.extension.type_url = TYPE
-        relation.extension.value = value + field(3, self._layout.encode())
+        relation.extension.value = (field(1, self._child.plan(session).SerializeToString())
+                                    + field(2, self._layout.encode()))
         return relation
 
 
-def pane_relation(elements: DataFrame, marks: DataFrame | None, layout: str) -> DataFrame:
-    """:class:`PaneRelation` over two Connect frames, as a frame of the same session."""
-    plan = PaneRelation(elements._plan, marks._plan if marks is not None else None, layout)
-    return DataFrame(plan, elements.sparkSession)
+def pane_relation(elements: DataFrame, layout: str) -> DataFrame:
+    """:class:`PaneRelation` over a Connect frame, as a frame of the same session."""
+    return DataFrame(PaneRelation(elements._plan, layout), elements.sparkSession)

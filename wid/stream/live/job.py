@@ -232,7 +232,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     out = None
     if scan is None and own is None and formed is None:  # the pane step, on the JVM where the session has it
         period = compiled.spec.slide if positional else None
-        out = jvm_panes(spark, layout, _union(parts), parts[0], buckets, spread, period)
+        out = jvm_panes(spark, layout, _union(parts), buckets, spread, period)
     if out is None:
         out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}

@@ -8,9 +8,9 @@ hands the JVM a bucket's rows with no Python in between. Timestamps (``TIMESTAMP
 output timestamps (keys, payload, min and max partials) too: the JVM's row encoder would make a
 ``java.sql.Timestamp`` of each. The records of the ``spread`` columns that every bucket needs
 reach the other buckets as mark rows, as :func:`wid.stream.live.input.pack` sends them
-(``wid.jvm.Route``, a ``mapPartitions`` over the tuples' bucket, row_num and spread columns,
-read for it alone). The layout travels as JSON (:func:`layout_json`); over Spark Connect the
-server runs the step through wid's relation plugin (:func:`wid.jvm.pane_step`).
+(``wid.jvm.Route``, a ``mapPartitions`` that passes the elements through and adds the marks,
+in the same read of the stream). The layout travels as JSON (:func:`layout_json`); over Spark
+Connect the server runs the step through wid's relation plugin (:func:`wid.jvm.pane_step`).
 Sessions, slide-by-tuple, SPL and Flink windows keep their Python steps.
 """
 
@@ -103,13 +103,12 @@ def layout_json(layout: Layout, schema: StructType, tagger: dict[str, list[int]]
     return step
 
 
-def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, tuples: DataFrame, buckets: int,
-              spread: tuple[str, ...], period: int | None = None) -> DataFrame | None:
+def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, buckets: int, spread: tuple[str, ...],
+              period: int | None = None) -> DataFrame | None:
     """The pane step's output (``layout.output``) over ``elements`` (the bucketed stream of
     :func:`wid.stream.live.job.live`, bucket numbers ``0 .. buckets - 1``) on the JVM;
-    ``tuples``: its tuples (the part of ``elements`` the marks come from); ``spread``: the
-    columns every bucket needs the records of; ``period``: a ROWS window's slide (its ids
-    repeat, one higher, every ``period`` positions). None, with one logged line saying why,
+    ``spread``: the columns every bucket needs the records of (of its tuples); ``period``: a
+    ROWS window's slide (its ids repeat, one higher, every ``period`` positions). None, with one logged line saying why,
     when the JVM step cannot serve: the session cannot run it, or the layout is beyond it.
     """
     why = unavailable(spark)
@@ -125,16 +124,13 @@ def jvm_panes(spark: SparkSession, layout: Layout, elements: DataFrame, tuples: 
     if why is not None:
         log.warning(f"wid: live mode uses the Python step: {why}")
         return None
-    step.update(bucket_keys=list(bucket_keys(buckets)))
+    step.update(bucket_keys=list(bucket_keys(buckets)), spread=[elements.columns.index(c) for c in spread])
     elements = in_order(elements, "tuple or punctuation")  # before the JVM's row encoder meets a NULL
     timestamps = {f.name for f in elements.schema.fields if isinstance(f.dataType, TimestampType)}
     step["output"]["fields"] = [{**f, "type": "long"} if f["type"] == "timestamp" else f
                                 for f in step["output"]["fields"]]
     elements = elements.select(*[F.unix_micros(column(c)).alias(c) if c in timestamps else column(c)
                                  for c in elements.columns])
-    marks = None  # the tuples' bucket, row_num and spread columns, read for the marks alone
-    if spread and buckets > 1:  # a NULL row_num fails the query in the elements (in_order above)
-        marks = tuples.where(column("row_num").isNotNull()).select(BUCKET, "row_num", *spread)
-    out = pane_step(elements, marks, json.dumps(step))
+    out = pane_step(elements, json.dumps(step))
     return out.select(*[F.timestamp_micros(column(f.name)).alias(f.name) if isinstance(f.dataType, TimestampType)
                         else column(f.name) for f in layout.output.fields])

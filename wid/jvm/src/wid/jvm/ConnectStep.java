@@ -17,9 +17,8 @@ import org.apache.spark.sql.connect.plugin.RelationPlugin;
  * (spark.connect.extensions.relation.classes=wid.jvm.ConnectStep, with the jar on the server's
  * spark.jars). The client (wid.jvm.connect) sends a Relation whose extension is a
  * google.protobuf.Any of type {@link #TYPE}; its value holds, as protobuf fields, 1: the elements
- * (a Relation), 2: the marks' read (a Relation; absent: none), 3: the layout JSON. The plugin
- * plans both relations and returns the plan of {@link PaneStep#apply}. Any other extension is
- * left to the next plugin.
+ * (a Relation), 2: the layout JSON. The plugin plans the relation and returns the plan of
+ * {@link PaneStep#apply}. Any other extension is left to the next plugin.
  */
 public final class ConnectStep implements RelationPlugin {
   static final String TYPE = "type.googleapis.com/wid.PaneStep";
@@ -31,8 +30,7 @@ public final class ConnectStep implements RelationPlugin {
     Map<Integer, byte[]> step = fields(any.getOrDefault(2, new byte[0]));
     try {
       Dataset<Row> elements = planned(planner, step.get(1));
-      Dataset<Row> marks = step.containsKey(2) ? planned(planner, step.get(2)) : null;
-      Dataset<Row> out = PaneStep.apply(elements, marks, new String(step.get(3), StandardCharsets.UTF_8));
+      Dataset<Row> out = PaneStep.apply(elements, new String(step.get(2), StandardCharsets.UTF_8));
       return Optional.of(((org.apache.spark.sql.classic.Dataset<Row>) out).logicalPlan());
     } catch (java.io.IOException e) {
       throw new IllegalArgumentException("wid: the pane step's layout cannot be read: " + e.getMessage(), e);

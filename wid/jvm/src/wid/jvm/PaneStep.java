@@ -157,25 +157,18 @@ public final class PaneStep extends StatefulProcessor<Integer, Row, Row> {
 
   /**
    * The step over {@code elements} (bucket numbers 0 .. n - 1, the layout's "bucket_keys" their
-   * state keys: each bucket a partition of its own): its output rows. {@code marks} (null: none),
-   * the tuples' bucket, row_num and the columns every bucket needs the records of ("spread"):
-   * {@link Route} sends those records to the other buckets as marks (the elements go to the step
-   * as they are).
+   * state keys: each bucket a partition of its own): its output rows. The layout's "spread": the
+   * places of the columns every bucket needs the records of (empty: none); {@link Route} passes
+   * the elements through and sends those records to the other buckets as marks.
    */
-  public static Dataset<Row> apply(Dataset<Row> elements, Dataset<Row> marks, String json) throws IOException {
+  public static Dataset<Row> apply(Dataset<Row> elements, String json) throws IOException {
     PaneStep step = new PaneStep(json);
     JsonNode c = new ObjectMapper().readTree(json);
     int bucket = c.get("bucket").asInt();
-    int[] keys = ints(c.get("bucket_keys"));
-    Dataset<Row> routed = elements;
-    if (marks != null) {
-      String[] names = marks.columns();
-      int[] spread = new int[names.length - 2];
-      for (int i = 0; i < spread.length; i++) spread[i] = elements.schema().fieldIndex(names[i + 2]);
-      routed = elements.union(marks.mapPartitions(
-          new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
-          Encoders.row(elements.schema())));
-    }
+    int[] keys = ints(c.get("bucket_keys")), spread = ints(c.get("spread"));
+    Dataset<Row> routed = spread.length == 0 || keys.length < 2 ? elements : elements.mapPartitions(
+        new Route(elements.schema(), bucket, step.kind, step.rowNum, keys.length, spread),
+        Encoders.row(elements.schema()));
     Column[] stateKeys = new Column[keys.length];
     for (int i = 0; i < keys.length; i++) stateKeys[i] = functions.lit(keys[i]);
     Column stateKey = functions.element_at(functions.array(stateKeys), routed.col(routed.columns()[bucket]).plus(1));

@@ -12,10 +12,11 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * Per chunk of a partition of tuples (bucket, row_num, the spread columns), the tuples that carry
- * a record of a spread column (above every earlier tuple of the chunk in row_num order) and the
- * chunk's last tuple, as mark rows of the elements' schema (row_num, the spread columns, kind 1)
- * to every other bucket: what wid.stream.live.input.pack sends them.
+ * The elements of a partition as they are, and per chunk of them the marks every other bucket
+ * needs: the chunk's tuples that carry a record of a spread column (above every earlier tuple of
+ * the chunk in row_num order) and its last tuple, as mark rows (row_num, the spread columns,
+ * kind 1) to every other bucket. What wid.stream.live.input.pack sends them, in the same pass
+ * over the elements (no second read of the tuples).
  */
 final class Route implements MapPartitionsFunction<Row, Row> {
   static final int CHUNK = 8192;
@@ -34,7 +35,7 @@ final class Route implements MapPartitionsFunction<Row, Row> {
 
       @Override
       public boolean hasNext() {
-        while (!chunk.hasNext() && input.hasNext()) chunk = marksOf(input).iterator();
+        while (!chunk.hasNext() && input.hasNext()) chunk = routed(input).iterator();
         return chunk.hasNext();
       }
 
@@ -46,31 +47,35 @@ final class Route implements MapPartitionsFunction<Row, Row> {
     };
   }
 
-  /** The marks of the next chunk of tuples (narrow rows: bucket, row_num, spread columns). */
-  private List<Row> marksOf(java.util.Iterator<Row> input) {
+  /** The next chunk of elements, then the marks of its tuples. */
+  private List<Row> routed(java.util.Iterator<Row> input) {
+    ArrayList<Row> out = new ArrayList<>(CHUNK + 64);
     ArrayList<Row> tuples = new ArrayList<>();
-    while (tuples.size() < CHUNK && input.hasNext()) tuples.add(input.next());
-    tuples.sort(Comparator.comparingLong(r -> r.getLong(1)));
+    while (out.size() < CHUNK && input.hasNext()) {
+      Row r = input.next();
+      out.add(r);
+      if (r.getInt(kind) == PaneStep.TUPLE) tuples.add(r);
+    }
+    tuples.sort(Comparator.comparingLong(r -> r.getLong(rowNum)));
     long[] high = new long[spread.length];
     Arrays.fill(high, PaneStep.NONE);
-    ArrayList<Row> out = new ArrayList<>();
     for (int t = 0; t < tuples.size(); t++) {
       Row r = tuples.get(t);
       boolean record = t == tuples.size() - 1;
       for (int i = 0; i < spread.length; i++) {
-        if (!r.isNullAt(i + 2) && r.getLong(i + 2) > high[i]) {
+        if (!r.isNullAt(spread[i]) && r.getLong(spread[i]) > high[i]) {
           record = true;
-          high[i] = r.getLong(i + 2);
+          high[i] = r.getLong(spread[i]);
         }
       }
       if (!record) continue;
       for (int b = 0; b < buckets; b++) {
-        if (b == r.getInt(0)) continue;
+        if (b == r.getInt(bucket)) continue;
         Object[] mark = new Object[width];
-        mark[rowNum] = r.get(1);
+        mark[rowNum] = r.get(rowNum);
         mark[bucket] = b;
         mark[kind] = PaneStep.MARK;
-        for (int i = 0; i < spread.length; i++) mark[spread[i]] = r.get(i + 2);
+        for (int s : spread) mark[s] = r.get(s);
         out.add(RowFactory.create(mark));
       }
     }
