@@ -15,7 +15,7 @@ import json
 import random
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -148,25 +148,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def remote(connect_url, tmp_path_factory) -> Iterator[Callable[[], Path]]:
-    """The Connect client, started at once; ``remote()`` waits for it and returns the directory where
-    it left every case's results (the classic session computes its side meanwhile)."""
+def remote(connect_url, tmp_path_factory) -> Path:
+    """The directory where the Connect client left every case's results."""
     out = tmp_path_factory.mktemp("remote")
-    log = out.parent / f"{out.name}.log"
-    with open(log, "w") as stderr:
-        client = subprocess.Popen([sys.executable, __file__, connect_url, str(out)], env=spark_env(),
-                                  stdout=subprocess.DEVNULL, stderr=stderr)
-
-    def done() -> Path:
-        assert client.wait(timeout=900) == 0, log.read_text()[-5000:]
-        return out
-
-    try:
-        yield done
-    finally:
-        if client.poll() is None:
-            client.kill()
-            client.wait()
+    client = subprocess.run([sys.executable, __file__, connect_url, str(out)], env=spark_env(),
+                            capture_output=True, text=True, timeout=900)
+    assert client.returncode == 0, client.stderr[-5000:]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -175,27 +163,21 @@ def classic(spark) -> SparkSession:
     return spark
 
 
-@pytest.fixture(scope="module")
-def expected(classic, remote) -> dict[str, dict[str, DataFrame]]:
-    """Every case on the classic session, computed (``localCheckpoint``) while the client runs."""
-    return {case: {name: df.localCheckpoint() for name, df in build(classic).items()} for case, build in CASES.items()}
-
-
 @pytest.mark.parametrize("case", CASES)
-def test_case_is_the_same_on_connect_and_classic(classic, remote, expected, case):
-    out = remote()
-    for name, df in expected[case].items():
-        actual = classic.read.parquet(str(out / case / name))
+def test_case_is_the_same_on_connect_and_classic(classic, remote, case):
+    expected = CASES[case](classic)
+    for name, df in expected.items():
+        actual = classic.read.parquet(str(remote / case / name))
         assert actual.columns == df.columns
         assert_df_equality(actual, df, ignore_row_order=True, ignore_nullable=True)
-    assert any(classic.read.parquet(str(out / case / name)).count() for name in expected[case])
+    assert any(classic.read.parquet(str(remote / case / name)).count() for name in expected)
 
 
 @pytest.mark.parametrize("error", ERRORS)
 def test_bad_input_gives_the_same_message_on_connect(classic, remote, error):
     text, message = ERRORS[error]
     assert message in _error(classic, text)
-    assert message in json.loads((remote() / "errors.json").read_text())[error]
+    assert message in json.loads((remote / "errors.json").read_text())[error]
 
 
 def test_wid_run_remote_prints_the_local_result(classic, connect_url, capsys):
