@@ -10,11 +10,12 @@ window, ``emit_row`` NULL, as replay's end of stream). The pipeline:
 2. The generator's :class:`wid.stream.punctuate.Marks`: punctuations supplied by the source
    (``embedded(punct_stream)``: a streaming frame that must reach the query in ``row_num``
    order with the tuples, e.g. both read from one file source), or each tuple's own mark.
-3. Routing (no shuffle but the one into the stateful step): a tuple goes to the hash bucket of
-   its keys; when tuples' marks are on all keys (slack, heartbeat), those that can raise the
-   bound also go to every other bucket as narrow mark rows; a punctuation goes to the buckets
-   of the keys it binds; the end marker goes everywhere. The elements reach the stateful step
-   packed into Arrow cells (:mod:`wid.stream.live.input`), a few rows per bucket and batch.
+3. Routing (:mod:`wid.stream.live.route`; no shuffle but the one into the stateful step): a
+   tuple goes to the hash bucket of its keys; when tuples' marks are on all keys (slack,
+   heartbeat), those that can raise the bound also go to every other bucket as narrow mark rows;
+   a punctuation goes to the buckets of the keys it binds; the end marker goes everywhere. The
+   elements reach the stateful step packed into Arrow cells (:mod:`wid.stream.live.input`), a
+   few rows per bucket and batch.
 4. :class:`wid.stream.live.state.PaneProcessor` per bucket (one stateful operator, run by
    :class:`wid.stream.live.processor.Stateful`; the same step on the JVM, with no Python in the
    query, where the session has it: :mod:`wid.stream.live.jvm`): ``row_num``
@@ -37,7 +38,7 @@ from dataclasses import replace
 from functools import partial
 
 from pyspark.errors import AnalysisException, PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, StructField, StructType
 
@@ -51,13 +52,14 @@ from wid.errors import WidError
 from wid.windows.base import WindowSpec
 from wid.stream.live.compile import compiled_live
 from wid.stream.live.kinds import live_extents, live_scan, live_step, sessions
-from wid.stream.live.input import BUCKET, END, KIND, LAST, PUNCTUATION, ROWS, TUPLE, pack
+from wid.stream.live.input import BUCKET, KIND, ROWS, pack
 from wid.stream.live.jvm import jvm_panes
 from wid.stream.live.layout import bound_type, layout_of, typed
 from wid.stream.live.nan import nan_counts, nan_final
 from wid.stream.live.operational import OperationalProcessor
 from wid.stream.live.output import Live, views_of
 from wid.stream.live.processor import Stateful
+from wid.stream.live.route import routed
 from wid.stream.live.sessions.state import SessionProcessor
 from wid.stream.live.state import KEPT, PaneProcessor
 from wid.stream.live.panes import partial_names
@@ -71,12 +73,6 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 #: A tuple's own session end ``x + g`` (a gap per tuple), computed on the tuples WHERE keeps.
 REACH = "_wid_reach"
 STATE_STORE = "spark.sql.streaming.stateStore.providerClass"
-def _select(frame: DataFrame, fields: list[StructField], given: dict[str, Column]) -> DataFrame:
-    """``frame`` as exactly ``fields`` (in order): ``given`` expressions, other columns NULL."""
-    return frame.select(*[(given[f.name] if f.name in given else F.lit(None)).cast(f.dataType).alias(f.name)
-                          for f in fields])
-
-
 def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: Generator | None = None,
          *, buckets: int = 2, window: WindowSpec | None = None, allowed_lateness: Number = 0) -> Live:
     """The live evaluation of ``query_text`` over ``stream`` (see the module doc); ``buckets``:
@@ -179,7 +175,6 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
         own = live_step(compiled.spec, replace(compiled, aggregates=list(aggregates)))
     carried_payload = [*payload, *[nan.flags[c] for c in payload if c in nan.flags]]
     marks = marks.flagged(nan)
-    given = marks.given
     if scan is not None:
         scan = replace(scan, nan=NanFlags({c: flag for c, flag in nan.flags.items() if c in scan.keys}))
     kept = KEPT in tagged.columns  # ROWS, landmark and slide-by-tuple windows: tuples WHERE drops still count
@@ -192,35 +187,19 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     hashed = list(marks.pattern) or ([] if positional else keys)  # unpartitioned ROWS: one bucket counts all
     if scan is not None:  # subwindows scanned apart, or one bucket scans the stream
         hashed = list(scan.partition)
-    everywhere = F.sequence(F.lit(0), F.lit(buckets - 1))
-    bucket_of = F.pmod(F.hash(*[column(k) for k in hashed]), F.lit(buckets)) if hashed else F.lit(0)
     on_all = marks.closed is not None and not marks.pattern
     # a tuple punctuates when replay's Bucket keeps it: not one WHERE drops, but for slide-by-tuple windows
     kept_only = kept and own is None
     own_mark = F.lit(None) if marks.closed is None else F.when(column(KEPT), marks.closed) if kept_only else marks.closed
-    parts = [_select(tagged, columns, {**{c: column(c) for c in tagged.columns}, BUCKET: bucket_of, KIND: F.lit(TUPLE),
-                                       WID_CLOSED: own_mark})]
-    if given is not None:
-        targets = everywhere  # a punctuation binding every hashed key goes to its bucket only
-        if hashed and set(hashed) <= set(given.pattern):
-            bound = F.lit(True)
-            for k in hashed:
-                bound = bound & column(k).isNotNull()
-            targets = F.when(bound, F.array(bucket_of)).otherwise(everywhere)
-        punctuations = given.frame.withColumn(BUCKET, F.explode(targets))
-        parts.append(_select(punctuations, columns, {**{c: column(c) for c in punctuations.columns},
-                                                     KIND: F.lit(PUNCTUATION)}))
-    if ending:
-        marker = stream.where(column(END_COLUMN)).withColumn(BUCKET, F.explode(everywhere))
-        parts.append(_select(marker, columns, {"row_num": F.coalesce(column("row_num"), F.lit(LAST)),
-                                               BUCKET: column(BUCKET), KIND: F.lit(END)}))
+    marker = stream.where(column(END_COLUMN)) if ending else None
+    elements = routed(tagged, columns, hashed, buckets, own_mark, marks.given, marker)
     layout = layout_of(compiled, keys, aggregates, marks, carried_payload,
                      punctuation is not None and punctuation.mode == "consistent", on_all,
                      compiled.spec.tag_positions if positional else None, formed, closed_type,
                      tagged.schema[WID_X].dataType if own is not None else LongType(), nan.flags, lateness)
     spread = (WID_CLOSED,) * on_all + (WID_LO,) * layout.open  # columns every bucket needs the records of
-    elements, names = PlainNames.of(_union(parts))
-    packed = elements.mapInArrow(names.batches(partial(pack, buckets=buckets, spread=spread)),
+    plain, names = PlainNames.of(elements)
+    packed = plain.mapInArrow(names.batches(partial(pack, buckets=buckets, spread=spread)),
                                       StructType([StructField(BUCKET, IntegerType()), StructField(ROWS, BinaryType())]))
     if scan is not None:
         step = OperationalProcessor(layout, StructType(columns), scan)
@@ -232,7 +211,7 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     out = None
     if scan is None and own is None and formed is None:  # the pane step, on the JVM where the session has it
         period = compiled.spec.slide if positional else None
-        out = jvm_panes(spark, layout, _union(parts), buckets, spread, period)
+        out = jvm_panes(spark, layout, elements, buckets, spread, period)
     if out is None:
         out = packed.groupBy(BUCKET).transformWithStateInPandas(processor, layout.output, "Append", "None")
     extents = {}
@@ -244,9 +223,3 @@ def live(spark: SparkSession, query_text: str, stream: DataFrame, punctuation: G
     keys = [k for k in keys if k not in nan.flags.values()]
     return views_of(compiled, nan.restore(out), payload, buckets, keys, extents, partial(nan_final, flag_of, nans=nans))
 
-
-def _union(frames: list[DataFrame]) -> DataFrame:
-    out = frames[0]
-    for other in frames[1:]:
-        out = out.unionByName(other)
-    return out
