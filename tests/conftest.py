@@ -29,7 +29,7 @@ if importlib.util.find_spec("wid.datasets") is None:
 from wid.jvm import CONNECT_STEP, PLUGINS, jar_path  # noqa: E402
 from wid.session import local_session  # noqa: E402
 
-from connect_server import LONG_JVMS, QUICK_JVMS, connect_server  # noqa: E402
+from connect_server import FULL_JIT, QUICK_JVMS, connect_server  # noqa: E402
 
 for _name, _options in QUICK_JVMS.items():  # the JVMs the tests start (yours, if you set them)
     os.environ.setdefault(_name, _options)
@@ -37,7 +37,7 @@ for _name, _options in QUICK_JVMS.items():  # the JVMs the tests start (yours, i
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    session = local_session(conf=LONG_JVMS)
+    session = local_session(conf=FULL_JIT)
     yield session
     session.stop()
 

@@ -36,11 +36,8 @@ CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 QUICK_JVMS = {name: "-XX:TieredStopAtLevel=1" for name in
               ("SPARK_SUBMIT_OPTS", "SPARK_DAEMON_JAVA_OPTS", "SPARK_BEELINE_OPTS", "SPARK_LAUNCHER_OPTS")}
 #: The run's two long-lived JVMs, its session and its Connect server, keep tiered compilation (they
-#: run the suite's queries for minutes; their driver option comes after ``SPARK_SUBMIT_OPTS``), with
-#: the parallel collector: on two cores G1's concurrent work competes with the queries (4 live
-#: queries in waves of 2, the session warm, IDLE, three interleaved rounds: 8.4-9.4 s against
-#: 9.3-10.7 s with G1, the JVM's default here). Only the JVM's housekeeping changes, no result.
-LONG_JVMS = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4 -XX:+UseParallelGC"}
+#: run the suite's queries for minutes): their driver option comes after ``SPARK_SUBMIT_OPTS``.
+FULL_JIT = {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}
 
 
 def free_port() -> int:
@@ -143,7 +140,7 @@ def connect_server(log: Path, master: str = "local[2]", **conf: str) -> Iterator
     args = ["spark-submit", "--class", CONNECT_SERVER, "--name", "wid tests", "--master", master,
             "--driver-memory", "1g", *loopback_conf(**{"spark.connect.grpc.binding.address": LOOPBACK,
                                                       "spark.connect.grpc.binding.port": str(port),
-                                                      **LONG_JVMS, **conf})]
+                                                      **FULL_JIT, **conf})]
     with spark_process(args, port, log, env={"SPARK_CONNECT_MODE": "0"}) as ready:
         def url() -> str:
             ready()
