@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 from pyspark.sql import DataFrame
 
-from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value
+from wid.bucket.columns import Named, attribute_type, column, numeric_value
+from wid.bucket.checks import checked
 from wid.bucket.steps import Add, Step, Totals, staged
 from wid.errors import WidError
 from wid.windows.sqlexpr import Expr, call, constant, over, when

@@ -22,8 +22,8 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType
 
-from wid.bucket.columns import (WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, naming,
-                                position, unranged)
+from wid.bucket.columns import WID_HI, WID_IN, WID_LO, WID_WINDOW, WID_X, attribute_type, id_units, position, unranged
+from wid.bucket.checks import naming
 from wid.errors import WidError
 from wid.windows.numbers import Number
 from wid.windows.sqlexpr import Expr, Sql, call, column

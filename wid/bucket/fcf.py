@@ -14,8 +14,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, naming, position,
-                                unranged)
+from wid.bucket.columns import WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type, id_units, position, unranged
+from wid.bucket.checks import naming
 from wid.bucket.fca import positioned
 from wid.errors import WidError
 from wid.windows.sqlexpr import Sql, column

@@ -37,8 +37,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import (DataType, DateType, DecimalType, DoubleType, FloatType, IntegralType, TimestampNTZType,
                                TimestampType)
 
-from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, checked,
-                                described, epoch_micros, naming, numeric_value, rattr_value, time_like, unranged)
+from wid.bucket.columns import (MICROS_PER_SECOND, WID_HI, WID_LO, WID_X, Named, attribute_type, epoch_micros,
+    numeric_value, rattr_value, time_like, unranged)
+from wid.bucket.checks import checked, described, naming
 from wid.bucket.steps import Add, Stage, Step, staged
 from wid.errors import WidError, quiet_analysis
 from wid.windows.aware import Session

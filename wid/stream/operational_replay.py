@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
+from wid.bucket.columns import EMIT_ROW, REVISION, WID
+from wid.bucket.checks import in_order
 from wid.compiler.kinds import aggregate
 from wid.errors import WidError
 from wid.windows.numbers import Number

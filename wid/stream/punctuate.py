@@ -29,8 +29,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, NullType, NumericType
 
-from wid.bucket.columns import (WID_CLOSED, WID_X, attribute_type, id_units, in_order, numeric_value, on_axis,
-                                time_like)
+from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, numeric_value, on_axis, time_like
+from wid.bucket.checks import in_order
 from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.windows.numbers import as_number, non_negative, period, places, times

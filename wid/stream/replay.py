@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 
-from wid.bucket.columns import EMIT_ROW, REVISION, WID, in_order
+from wid.bucket.columns import EMIT_ROW, REVISION, WID
+from wid.bucket.checks import in_order
 from wid.compiler.analysis import analysis_errors
 from wid.compiler.query import CompiledQuery, compile_query, resolved
 from wid.windows.numbers import Number, non_negative

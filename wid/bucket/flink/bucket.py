@@ -20,7 +20,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import NumericType
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import attribute_type, checked, column, unranged
+from wid.bucket.columns import attribute_type, column, unranged
+from wid.bucket.checks import checked
 from wid.bucket.flink.compiled import N, POS, chain, column_steps, columns
 from wid.bucket.flink.scan import Buffers, Scanner, scan
 from wid.bucket.positions import Firing, LiveScan, check_inputs, firings, in_a_window, non_decreasing

@@ -40,8 +40,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (BooleanType, DataType, DateType, DecimalType, DoubleType, FloatType, IntegerType,
                                IntegralType, LongType, StructField, StructType, TimestampType)
 
-from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, EMIT_ROW, attribute_type,
-                                checked, naming, numeric_value, rattr_value, time_like)
+from wid.bucket.columns import (WID_CLOSED, WID_HI, WID_LO, WID_X, EMIT_ROW, attribute_type, numeric_value,
+                                rattr_value, time_like)
+from wid.bucket.checks import checked, naming
 from wid.bucket.plain import PlainNames
 from wid.errors import WidError
 from wid.windows.flink_operator import (CountEvictor, CountTrigger, EventTimeSessionWindows, EventTimeTrigger,

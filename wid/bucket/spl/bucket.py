@@ -30,7 +30,8 @@ from typing import Literal
 from pyspark.sql import DataFrame
 
 from wid.bucket.clock import T, T0, TEND, clock, clock_steps, clocked, time_scale
-from wid.bucket.columns import Named, attribute_type, checked, column, numeric_value, unranged
+from wid.bucket.columns import Named, attribute_type, column, numeric_value, unranged
+from wid.bucket.checks import checked
 from wid.bucket.positions import LiveScan, check_inputs, firings, in_a_window, non_decreasing
 from wid.bucket.spl.compiled import POS, chain, column_steps, columns
 from wid.bucket.spl.scan import Scanner, scan

@@ -24,7 +24,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, DecimalType, DoubleType, LongType, StructType, TimestampType
 
-from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO, in_order
+from wid.bucket.columns import EMIT_ROW, WID, WID_CLOSED, WID_HI, WID_LO
+from wid.bucket.checks import in_order
 from wid.jvm import pane_step, unavailable
 from wid.windows.sqlexpr import column
 from wid.stream.live.input import BUCKET, KIND, bucket_keys
