@@ -23,132 +23,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import combinations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, NullType, NumericType
+from pyspark.sql.types import NumericType
 
 from wid.bucket.columns import WID_CLOSED, WID_X, attribute_type, id_units, numeric_value, on_axis, time_like
-from wid.bucket.checks import in_order
-from wid.bucket.fcf import bucket_punctuations
 from wid.errors import WidError
 from wid.windows.numbers import as_number, non_negative, period, places, times
-from wid.stream.punctuation import Generator, Marks, Punctuations
+from wid.stream.embedded import embedded
+from wid.stream.punctuation import Generator, Marks, Punctuations, View, checked_mode
 from wid.stream.scan import ROW_CHUNK, running
 from wid.windows.sqlexpr import column, columns
-
-MODES = ("generous", "consistent")
-
-
-def _mode(mode: str) -> str:
-    if mode not in MODES:
-        raise WidError(f"punctuation mode must be one of {', '.join(MODES)}, got {mode!r}")
-    return mode
-
-
-@dataclass(frozen=True)
-class _View:
-    """The query's view (the stream as the user named it, without the columns wid adds) and its
-    columns, lower case -> as it spells them: what a generator's errors name, read from the
-    schema before any Spark job."""
-
-    name: str
-    columns: dict[str, str]
-
-    @classmethod
-    def of(cls, compiled) -> _View:
-        view = compiled.query.source
-        return cls(view, {c.lower(): c for c in compiled.source.columns})
-
-    def column(self, name: str, what: str, role: str = "column", fix: str = "") -> str:
-        """``name`` as the view spells it; a :class:`WidError` naming ``what`` (the generator), the
-        column's ``role`` and the view when the view has none, ending with the ``fix``."""
-        if name.lower() not in self.columns:
-            raise WidError(f"{what}: view {self.name!r} has no {role} {name!r} "
-                           f"(its columns: {', '.join(self.columns.values())}){fix}")
-        return self.columns[name.lower()]
-
-    def grouped(self, compiled, names: list[str], what: str) -> dict[str, str]:
-        """Each of ``names`` -> the query's GROUP BY key it names, in any case; a :class:`WidError`
-        naming ``what`` (the generator), the column and the view for one that is no key."""
-        keys = {k.lower(): k for k in compiled.keys if k.lower() in self.columns}  # not wid's own
-        for name in names:
-            if self.column(name, what).lower() not in keys:
-                raise WidError(f"{what}: column {name!r} of view {self.name!r} is not a GROUP BY key of the query "
-                               f"(keys: {', '.join(keys.values()) or 'none'})")
-        return {n: keys[n.lower()] for n in names}
-
-
-def _comparable(a: DataType, b: DataType) -> bool:
-    """Values of types ``a`` and ``b`` compare as values of one kind: numbers, times, or one type.
-
-    >>> from pyspark.sql.types import DoubleType, LongType, StringType
-    >>> _comparable(LongType(), DoubleType()), _comparable(StringType(), DoubleType())
-    (True, False)
-    """
-    return (type(a) is type(b) or all(isinstance(t, NumericType) for t in (a, b))
-            or (time_like(a) and time_like(b)))
-
-
-@dataclass(frozen=True)
-class Embedded(Generator):
-    """Punctuations from the source (:func:`embedded`): ``frame`` holds ``row_num``, key columns
-    (NULL: any value) and the bound, a column named like the window attribute.
-
-    On the view ``readings`` of :func:`wid.query`'s example, the bound ``ts = 4`` closes the windows
-    ``[2w, 2w + 2)`` up to 1, for every key; ``ts = 6``, those up to 2 for key ``b``:
-
-    >>> from wid.compiler.query import compile_query
-    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
-    >>> bounds = spark.createDataFrame([(1, None, 4.0), (2, "b", 6.0)], "row_num long, k string, ts double")
-    >>> punctuations = embedded(bounds).punctuations(compiled)
-    >>> [tuple(r) for r in sorted(punctuations.frame.collect())], punctuations.shapes
-    ([(1, None, 1), (2, 'b', 2)], ((), ('k',)))
-    """
-
-    frame: DataFrame
-    mode: str = "generous"
-
-    def _keys(self, compiled) -> dict[str, str]:
-        """The frame's key columns -> the query's GROUP BY keys they bind; a :class:`WidError`,
-        before any Spark job, naming the column and the view, unless the frame has ``row_num``
-        and the bound (named like the window attribute, of a comparable type) and each other
-        column is a GROUP BY key of a comparable type (NULL: any value)."""
-        view, wattr, given = _View.of(compiled), compiled.spec.wattr, ", ".join(self.frame.columns)
-        named = {c.lower(): c for c in self.frame.columns}
-        if "row_num" not in named:
-            raise WidError(f"embedded punctuations have no row_num column (their columns: {given})")
-        if wattr.lower() not in named:
-            raise WidError(f"embedded punctuations have no bound column {wattr!r}, named like the window attribute "
-                           f"of view {view.name!r} (their columns: {given})")
-        keys = view.grouped(compiled, [c for c in self.frame.columns if c.lower() not in ("row_num", wattr.lower())],
-                            "embedded punctuations")
-        for c, k in {named[wattr.lower()]: wattr, **keys}.items():
-            dtype, streamed = attribute_type(self.frame, c), attribute_type(compiled.tagged, k)
-            if not (_comparable(dtype, streamed) or (k != wattr and isinstance(dtype, NullType))):
-                raise WidError(f"embedded punctuations: column {c!r} is {dtype.simpleString()}, but {k!r} of view "
-                               f"{view.name!r} is {streamed.simpleString()}")
-        return keys
-
-    def punctuations(self, compiled) -> Punctuations:
-        wattr, named = compiled.spec.wattr, {c.lower(): c for c in self.frame.columns}
-        keys = self._keys(compiled)
-        bound_type, stream_type = attribute_type(self.frame, wattr), attribute_type(compiled.tagged, wattr)
-        types = {f.name: f.dataType for f in compiled.tagged.schema.fields}
-        bound, _ = on_axis(column(named[wattr.lower()]), bound_type, stream_type)
-        frame = in_order(self.frame, "punctuation")
-        frame = frame.withColumn(named[wattr.lower()], F.when(bound.isNull(), F.raise_error(F.concat(
-            F.lit("wid: NULL bound in the punctuation with row_num="), column("row_num").cast("string")))).otherwise(bound))
-        frame = bucket_punctuations(frame, compiled.spec).select(
-            column("row_num").cast("long").alias("row_num"),
-            *[column(c).cast(types[k]).alias(k) for c, k in keys.items()], WID_CLOSED)
-        names = tuple(keys.values())
-        shapes = tuple(s for n in range(len(names) + 1) for s in combinations(names, n))
-        return Punctuations(frame, names, shapes)
-
-    def marks(self, compiled) -> Marks:
-        return Marks(given=self.punctuations(compiled))
 
 
 @dataclass(frozen=True)
@@ -218,7 +104,7 @@ class Heartbeat(Generator):
         """The clock column as the view spells it; a :class:`WidError`, before any Spark job,
         naming the column and the view, unless the view has it, a number or a timestamp as the
         window attribute is."""
-        view, wattr = _View.of(compiled), compiled.spec.wattr
+        view, wattr = View.of(compiled), compiled.spec.wattr
         clock = view.column(self.clock, "heartbeat", "clock column", "; name the arrival clock with "
                             "heartbeat(every, skew, clock=COLUMN)")
         dtype, attribute = attribute_type(compiled.tagged, clock), attribute_type(compiled.tagged, wattr)
@@ -268,39 +154,13 @@ class OrderedBy(Generator):
     mode: str = "generous"
 
     def punctuations(self, compiled) -> Punctuations:
-        names = tuple(dict.fromkeys(_View.of(compiled).grouped(compiled, list(self.keys), "ordered_by").values()))
+        names = tuple(dict.fromkeys(View.of(compiled).grouped(compiled, list(self.keys), "ordered_by").values()))
         frame = compiled.tagged.select(column("row_num").cast("long").alias("row_num"), *columns(names),
                                        self.closed(compiled, column(WID_X)).alias(WID_CLOSED))
         return Punctuations(frame, names, (names,), wildcard=False)
 
     def marks(self, compiled) -> Marks:
         return Marks(self.closed(compiled, column(WID_X)), pattern=self.punctuations(compiled).pattern, wildcard=False)
-
-
-def embedded(punctuations: DataFrame, mode: str = "generous") -> Embedded:
-    """Punctuations from the source: ``row_num``, key columns (NULL = wildcard) and a bound
-    column named like the window attribute; ``(seg_id=s1, ts=300)`` at ``row_num = r``
-    promises that no tuple of ``s1`` with ``ts < 300`` arrives after ``r``.
-
-    On the view ``readings`` of :func:`wid.query`'s example, after row 1 no reading of any key
-    (``k`` NULL) has ``ts < 4``: the reading at ``ts = 2.5`` (row 2) is late for window 1.
-
-    >>> bounds = spark.createDataFrame([(1, None, 4.0)], "row_num long, k string, ts double")
-    >>> rep = wid.replay(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k",
-    ...                  wid.punctuate.embedded(bounds))
-    >>> rep.results.orderBy("wid", "k").show()
-    +---+------------+----------+---+---+--------+--------+
-    |wid|window_start|window_end|  k|  n|emit_row|revision|
-    +---+------------+----------+---+---+--------+--------+
-    |  0|         0.0|       2.0|  a|  1|       1|       0|
-    |  2|         4.0|       6.0|  a|  1|    NULL|       0|
-    |  4|         8.0|      10.0|  a|  1|    NULL|       0|
-    +---+------------+----------+---+---+--------+--------+
-    <BLANKLINE>
-    >>> rep.late.count()
-    1
-    """
-    return Embedded(punctuations, _mode(mode))
 
 
 def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
@@ -330,7 +190,7 @@ def slack(amount: float, mode: str = "generous", by: str = "value") -> Slack:
     amount = non_negative("slack amount", amount)
     if by == "rows" and amount != int(amount):
         raise WidError(f"slack by rows needs a whole number, got {amount!r}")
-    return Slack(amount, _mode(mode), by)
+    return Slack(amount, checked_mode(mode), by)
 
 
 def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "arrival_ts") -> Heartbeat:
@@ -362,7 +222,7 @@ def heartbeat(every: float, skew: float, mode: str = "generous", clock: str = "a
     +-------+---+---+
     <BLANKLINE>
     """
-    return Heartbeat(period("heartbeat every", every), non_negative("heartbeat skew", skew), clock, _mode(mode))
+    return Heartbeat(period("heartbeat every", every), non_negative("heartbeat skew", skew), clock, checked_mode(mode))
 
 
 def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
@@ -387,7 +247,7 @@ def ordered_by(*keys: str, mode: str = "generous") -> OrderedBy:
     """
     if not keys:
         raise WidError("ordered_by needs at least one key column")
-    return OrderedBy(tuple(keys), _mode(mode))
+    return OrderedBy(tuple(keys), checked_mode(mode))
 
 
 __all__ = ["Generator", "Marks", "Punctuations", "embedded", "heartbeat", "ordered_by", "slack"]

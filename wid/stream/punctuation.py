@@ -21,6 +21,10 @@ from wid.windows.base import WindowSpec
 from wid.windows.numbers import floor_scaled
 from wid.windows.sqlexpr import column, columns
 
+#: What replay drops of a tuple late for some window: only its contributions to windows already
+#: emitted (``generous``), or all of them (``consistent``).
+MODES = ("generous", "consistent")
+
 
 @dataclass(frozen=True)
 class Punctuations:
@@ -163,3 +167,59 @@ def generator(punctuation: object) -> Generator | None:
         raise WidError(f"punctuation must come from wid.punctuate (embedded, slack, heartbeat, ordered_by), "
                        f"got {punctuation!r}")
     return punctuation
+
+
+def checked_mode(mode: str) -> str:
+    """``mode``, one of :data:`MODES`, or a :class:`WidError`.
+
+    >>> checked_mode("generous")
+    'generous'
+    >>> checked_mode("strict")
+    Traceback (most recent call last):
+    wid.errors.WidError: punctuation mode must be one of generous, consistent, got 'strict'
+    """
+    if mode not in MODES:
+        raise WidError(f"punctuation mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return mode
+
+
+@dataclass(frozen=True)
+class View:
+    """The query's view (the stream as the user named it, without the columns wid adds) and its
+    columns, lower case -> as it spells them: what a generator's errors name, read from the
+    schema before any Spark job.
+
+    >>> from wid.compiler.query import compile_query
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> View.of(compiled).grouped(compiled, ["K"], "ordered_by")
+    {'K': 'k'}
+    >>> View.of(compiled).column("speed", "slack")
+    Traceback (most recent call last):
+    wid.errors.WidError: slack: view 'readings' has no column 'speed' (its columns: row_num, ts, arrival_ts, k, v)
+    """
+
+    name: str
+    columns: dict[str, str]
+
+    @classmethod
+    def of(cls, compiled) -> View:
+        view = compiled.query.source
+        return cls(view, {c.lower(): c for c in compiled.source.columns})
+
+    def column(self, name: str, what: str, role: str = "column", fix: str = "") -> str:
+        """``name`` as the view spells it; a :class:`WidError` naming ``what`` (the generator), the
+        column's ``role`` and the view when the view has none, ending with the ``fix``."""
+        if name.lower() not in self.columns:
+            raise WidError(f"{what}: view {self.name!r} has no {role} {name!r} "
+                           f"(its columns: {', '.join(self.columns.values())}){fix}")
+        return self.columns[name.lower()]
+
+    def grouped(self, compiled, names: list[str], what: str) -> dict[str, str]:
+        """Each of ``names`` -> the query's GROUP BY key it names, in any case; a :class:`WidError`
+        naming ``what`` (the generator), the column and the view for one that is no key."""
+        keys = {k.lower(): k for k in compiled.keys if k.lower() in self.columns}  # not wid's own
+        for name in names:
+            if self.column(name, what).lower() not in keys:
+                raise WidError(f"{what}: column {name!r} of view {self.name!r} is not a GROUP BY key of the query "
+                               f"(keys: {', '.join(keys.values()) or 'none'})")
+        return {n: keys[n.lower()] for n in names}
