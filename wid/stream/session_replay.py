@@ -7,7 +7,7 @@ lateness (same units, default 0) and exact arithmetic:
 
 - a tuple at ``x`` *touches* a session (first ``s``, last ``last``) when
   ``s - g <= x <= last + g`` (sessions that touch merge, as in :func:`wid.query`); with a gap
-  expression, each tuple's own gap ``h`` in ``x`` units (:func:`wid.bucket.session.gap_x`):
+  expression, each tuple's own gap ``h`` in ``x`` units (:func:`wid.bucket.gaps.gap_x`):
   ``s <= x + h`` and ``x <=`` the session's end, the largest ``x + h`` of its tuples, which
   every rule below reads for ``last + g``;
 - a session is *complete* once the bound passes its end, ``last + g < B`` (a tuple still to
@@ -44,7 +44,8 @@ from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 from wid.aggregate.range import range_aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
 from wid.bucket.plain import PlainNames
-from wid.bucket.session import exact_x, gap_in_x, gap_x, lateness_in_x, with_extents
+from wid.bucket.gaps import exact_x, gap_in_x, gap_x, lateness_in_x
+from wid.bucket.session import with_extents
 from wid.windows.numbers import Number
 from wid.stream.punctuation import Generator, Punctuations
 from wid.stream.sessions import KeySessions

@@ -44,7 +44,7 @@ from pyspark.sql.types import BinaryType, BooleanType, IntegerType, LongType, St
 
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute_type
-from wid.bucket.session import lateness_in_x
+from wid.bucket.gaps import lateness_in_x
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
 from wid.compiler.query import unresolved

@@ -13,7 +13,7 @@ from functools import singledispatch
 
 from pyspark.sql import Column, DataFrame
 
-from wid.bucket import session
+from wid.bucket import gaps, session
 from wid.bucket.columns import attribute_type
 from wid.bucket.flink import bucket as flink
 from wid.bucket.positions import LiveScan
@@ -107,12 +107,12 @@ def _(spec: SlideByTuple, compiled: CompiledQuery) -> SlideStep:
 
 @sessions.register
 def _(spec: Session, tagged: DataFrame) -> Formed:
-    """The gap, the column of exact ``x`` and a tuple's end (:func:`wid.bucket.session.gap_in_x`,
-    :func:`~wid.bucket.session.exact_x`, :func:`~wid.bucket.session.end_x`)."""
+    """The gap, the column of exact ``x`` and a tuple's end (:func:`wid.bucket.gaps.gap_in_x`,
+    :func:`~wid.bucket.gaps.exact_x`, :func:`~wid.bucket.gaps.end_x`)."""
     dtype = attribute_type(tagged, spec.wattr)
     if spec.dynamic:
-        return None, session.exact_x(spec, dtype), session.end_x(tagged, spec)
-    return session.gap_in_x(spec, dtype), session.exact_x(spec, dtype), None
+        return None, gaps.exact_x(spec, dtype), gaps.end_x(tagged, spec)
+    return gaps.gap_in_x(spec, dtype), gaps.exact_x(spec, dtype), None
 
 
 @live_extents.register
