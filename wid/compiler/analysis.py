@@ -120,3 +120,30 @@ def analysis_errors(spark: SparkSession | None = None, view: str | None = None) 
             yield
     except AnalysisException as error:
         raise WidError(message(error, spark, view)) from None
+
+
+#: Spark's condition for any analysis inside a query function of a Declarative Pipeline.
+IN_QUERY_FUNCTION = "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION"
+
+
+def unresolved(view: str, error: AnalysisException, given: bool) -> str:
+    """One line for a source that does not resolve: the view ``FROM`` names (``given``: a DataFrame
+    passed for it), or any analysis inside a pipeline query function, which refuses all of it.
+
+    >>> print(unresolved("traffic", AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table or view "
+    ...                  "`traffic` cannot be found. SQLSTATE: 42P01"), given=True))  # doctest: +ELLIPSIS
+    the source given for 'traffic' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] ...); a dataset of ...
+    """
+    if error.getCondition() == IN_QUERY_FUNCTION:
+        return ("wid compiles a query with Spark's analysis, which a pipeline query function refuses: call it at "
+                "the top level of the definitions file and return its DataFrame from the function (over a dataset "
+                "of the pipeline: text = wid.to_sql(spark, query, schema=...) at the top level, spark.sql(text) "
+                "in the function)")
+    if given:
+        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+        first = re.split(r"(?<=\.)\s", first)[0].rstrip(".")  # Spark's first sentence
+        return (f"the source given for {view!r} does not resolve here ({first}); a dataset of a pipeline has no "
+                "schema before the pipeline runs: only wid.to_sql(spark, query, schema=...) compiles for it "
+                "(return spark.sql(text) from the query function)")
+    return (f"unknown view {view!r}: register the stream as a temp view first, or pass the DataFrame as "
+            "source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))")

@@ -10,7 +10,6 @@ refer to the output columns.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,35 +22,15 @@ from wid.aggregate.partials import Aggregate, numeric_arguments
 from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
 from wid.bucket.kinds import bucket
 from wid.compiler import kinds
-from wid.compiler.analysis import analysis_errors
+from wid.compiler.analysis import analysis_errors, unresolved
 from wid.errors import WidError
 from wid.windows.clause import parse_window
-from wid.windows.sqlexpr import Expr, Sql, column, column_name, null_like, quote
+from wid.windows.sqlexpr import Expr, Sql, column, null_like, quote
 from wid.windows.base import WindowSpec
-from wid.compiler.text import WindowQuery
+from wid.compiler.text import WindowQuery, normal_name, sort_item
 
 #: Output columns with the bounds of a window's extent, in the window attribute's type.
 WINDOW_START, WINDOW_END = "window_start", "window_end"
-
-
-def _normal(expr: str) -> str:
-    """``expr`` compared as Spark compares names: a single (back-quoted) identifier unquoted, any other
-    expression without the blanks outside its back quotes and without the back quotes around
-    plain identifiers; in lower case.
-
-    >>> [_normal(e) for e in ["Seg_Id", "`seg id`", "`a``b`", "a + `b c`", "`K` + 1", "`s`.`f`"]]
-    ['seg_id', 'seg id', 'a`b', 'a+`b c`', 'k+1', 's.f']
-    """
-    name = column_name(expr.strip())
-    if name != expr.strip():
-        return name.lower()
-
-    def part(text: str) -> str:
-        if not text.startswith("`"):
-            return re.sub(r"\s+", "", text)
-        return text[1:-1] if re.fullmatch(r"`[A-Za-z_]\w*`", text) else text
-
-    return "".join(map(part, re.split(r"(`(?:[^`]|``)*`)", expr))).lower()
 
 
 @dataclass
@@ -130,46 +109,9 @@ class CompiledQuery:
         return self.finish(kinds.aggregate(self.spec, self.tagged, self.keys, self.aggregates))
 
 
-def sort_item(item: str) -> tuple[str, str]:
-    """An ORDER BY item as ``(expression, "ASC" | "DESC")``.
-
-    >>> sort_item("max(v) desc"), sort_item("k")
-    (('max(v)', 'DESC'), ('k', 'ASC'))
-    """
-    match = re.fullmatch(r"(.*?)\s+(ASC|DESC)", item.strip(), re.IGNORECASE | re.DOTALL)
-    return (match.group(1), match.group(2).upper()) if match else (item, "ASC")
-
-
 def _sort_key(item: str):
     expr, direction = sort_item(item)
     return F.expr(expr).desc() if direction == "DESC" else F.expr(expr).asc()
-
-
-#: Spark's condition for any analysis inside a query function of a Declarative Pipeline.
-IN_QUERY_FUNCTION = "ATTEMPT_ANALYSIS_IN_PIPELINE_QUERY_FUNCTION"
-
-
-def unresolved(view: str, error: AnalysisException, given: bool) -> str:
-    """One line for a source that does not resolve: the view ``FROM`` names (``given``: a DataFrame
-    passed for it), or any analysis inside a pipeline query function, which refuses all of it.
-
-    >>> print(unresolved("traffic", AnalysisException("[TABLE_OR_VIEW_NOT_FOUND] The table or view "
-    ...                  "`traffic` cannot be found. SQLSTATE: 42P01"), given=True))  # doctest: +ELLIPSIS
-    the source given for 'traffic' does not resolve here ([TABLE_OR_VIEW_NOT_FOUND] ...); a dataset of ...
-    """
-    if error.getCondition() == IN_QUERY_FUNCTION:
-        return ("wid compiles a query with Spark's analysis, which a pipeline query function refuses: call it at "
-                "the top level of the definitions file and return its DataFrame from the function (over a dataset "
-                "of the pipeline: text = wid.to_sql(spark, query, schema=...) at the top level, spark.sql(text) "
-                "in the function)")
-    if given:
-        first = next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
-        first = re.split(r"(?<=\.)\s", first)[0].rstrip(".")  # Spark's first sentence
-        return (f"the source given for {view!r} does not resolve here ({first}); a dataset of a pipeline has no "
-                "schema before the pipeline runs: only wid.to_sql(spark, query, schema=...) compiles for it "
-                "(return spark.sql(text) from the query function)")
-    return (f"unknown view {view!r}: register the stream as a temp view first, or pass the DataFrame as "
-            "source= (a dataset of a pipeline: wid.to_sql(spark, query, schema=...))")
 
 
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None,
@@ -222,24 +164,24 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
 
     derived: dict[str, str] = {}
     keys: dict[str, str] = {}  # normalised expression -> key column
-    aliases = {_normal(quote(item.alias)): item for item in parsed.select}
+    aliases = {normal_name(quote(item.alias)): item for item in parsed.select}
     for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
-        expr = aliases[_normal(expr)].expr if _normal(expr) in aliases and _normal(expr) not in columns else expr
-        if _normal(expr) in keys:
+        expr = aliases[normal_name(expr)].expr if normal_name(expr) in aliases and normal_name(expr) not in columns else expr
+        if normal_name(expr) in keys:
             continue
-        name = columns.get(_normal(expr), f"_wid_k{i}")
+        name = columns.get(normal_name(expr), f"_wid_k{i}")
         if name not in source.columns:
             derived[name] = expr
-        keys[_normal(expr)] = name
+        keys[normal_name(expr)] = name
     keys.update({name: name for name in spec.extent_columns})  # one value per window: grouping adds nothing
 
     aggregates: list[Aggregate] = []
     output: list[tuple[str, str]] = []
     for i, item in enumerate(parsed.select):
-        if _normal(item.expr) == WID:
+        if normal_name(item.expr) == WID:
             output.append((WID, item.alias if item.alias.lower() != WID else WID))
-        elif _normal(item.expr) in keys:
-            output.append((keys[_normal(item.expr)], item.alias))
+        elif normal_name(item.expr) in keys:
+            output.append((keys[normal_name(item.expr)], item.alias))
         elif (call := item.call) is not None:
             fn, argument = call
             value = None

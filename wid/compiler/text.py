@@ -10,6 +10,7 @@ between token positions (comments dropped): nothing is rewritten.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -19,6 +20,7 @@ from sqlglot.tokens import Token, TokenType
 
 from wid.bucket.columns import WID
 from wid.errors import WidError
+from wid.windows.sqlexpr import column_name
 
 _SPARK = Spark()
 _CLOSE = {TokenType.L_PAREN: TokenType.R_PAREN, TokenType.L_BRACKET: TokenType.R_BRACKET,
@@ -264,3 +266,33 @@ def _limit(node: exp.Limit, text: str) -> int:
     if int(text) > _MAX_LIMIT:
         raise WidError(f"LIMIT must be at most {_MAX_LIMIT} (Spark's limit is an int), got {text}")
     return int(text)
+
+
+def normal_name(expr: str) -> str:
+    """``expr`` compared as Spark compares names: a single (back-quoted) identifier unquoted, any other
+    expression without the blanks outside its back quotes and without the back quotes around
+    plain identifiers; in lower case.
+
+    >>> [normal_name(e) for e in ["Seg_Id", "`seg id`", "`a``b`", "a + `b c`", "`K` + 1", "`s`.`f`"]]
+    ['seg_id', 'seg id', 'a`b', 'a+`b c`', 'k+1', 's.f']
+    """
+    name = column_name(expr.strip())
+    if name != expr.strip():
+        return name.lower()
+
+    def part(text: str) -> str:
+        if not text.startswith("`"):
+            return re.sub(r"\s+", "", text)
+        return text[1:-1] if re.fullmatch(r"`[A-Za-z_]\w*`", text) else text
+
+    return "".join(map(part, re.split(r"(`(?:[^`]|``)*`)", expr))).lower()
+
+
+def sort_item(item: str) -> tuple[str, str]:
+    """An ORDER BY item as ``(expression, "ASC" | "DESC")``.
+
+    >>> sort_item("max(v) desc"), sort_item("k")
+    (('max(v)', 'DESC'), ('k', 'ASC'))
+    """
+    match = re.fullmatch(r"(.*?)\s+(ASC|DESC)", item.strip(), re.IGNORECASE | re.DOTALL)
+    return (match.group(1), match.group(2).upper()) if match else (item, "ASC")

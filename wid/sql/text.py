@@ -24,7 +24,8 @@ from pyspark.sql.types import StructType
 from wid.bucket.kinds import bucket_sql
 from wid.compiler.kinds import aggregate_sql, where_sql
 from wid.errors import WidError
-from wid.compiler.query import CompiledQuery, compile_query, resolved, sort_item
+from wid.compiler.query import CompiledQuery, compile_query, resolved
+from wid.compiler.text import sort_item
 from wid.compiler.text import WindowQuery
 from wid.windows.clause import parse_window
 from wid.windows.sqlexpr import Sql, qualified, quote

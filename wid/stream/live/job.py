@@ -47,7 +47,7 @@ from wid.bucket.columns import WID, WID_CLOSED, WID_HI, WID_LO, WID_X, attribute
 from wid.bucket.gaps import lateness_in_x
 from wid.bucket.nan import NanFlags
 from wid.bucket.plain import PlainNames
-from wid.compiler.query import unresolved
+from wid.compiler.analysis import unresolved
 from wid.errors import WidError
 from wid.windows.base import WindowSpec
 from wid.stream.live.compile import compiled_live
