@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import wid
 from wid.bucket.flink.operator import bucket, path
-from wid.bucket.flink.operator_scan import KeyOperator
+from wid.bucket.flink.keyed import KeyOperator
 from wid.errors import WidError
 from wid.windows.flink import (CountEvictor, EventTimeSessionWindows, EventTimeTrigger, GlobalWindows, PurgingTrigger,
                             SlidingEventTimeWindows, TimeEvictor, TumblingEventTimeWindows, WindowOperator)

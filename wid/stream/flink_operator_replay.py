@@ -3,7 +3,7 @@ under the watermark the punctuations give, each with the arrival that fired it, 
 
 The punctuations' bounds are the watermark (a bound ``B`` promises no element with ``x < B``:
 Flink's watermark ``B - 1`` on millisecond longs; ``slack(d)`` is Flink's bounded
-out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink.operator_scan.KeyOperator`
+out-of-orderness ``d``), per key as they match it. Per key, :class:`wid.bucket.flink.keyed.KeyOperator`
 runs over the elements and punctuations in arrival order (a punctuation at row ``r`` right
 after element ``r``). ``results``: one row per firing, ``emit_row`` the element whose arrival fired
 it (a count trigger, or an element within the allowed lateness firing its window at once), or the
