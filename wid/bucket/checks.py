@@ -1,6 +1,7 @@
-"""Bucket's checks on the tuples it reads: a query fails, naming the tuple, where a tuple has no
-place in the arrival order (a NULL ``row_num``) or no exact window-ids (a NULL, NaN, infinite or
-too large window attribute); nothing is dropped without a trace."""
+"""Bucket's checks on the tuples and punctuations it reads: a query fails, naming the element by
+its columns (:func:`naming`, :func:`described`), where it has no place in the arrival order (a
+NULL ``row_num``) or no exact window-ids (a NULL, NaN, infinite or too large window attribute);
+nothing is dropped without a trace."""
 
 from __future__ import annotations
 

@@ -24,9 +24,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from wid.bucket.checks import checked
 from wid.errors import WidError
 from wid.windows.numbers import LIMIT, floor_scaled
-from wid.bucket.checks import checked
 from wid.windows.sqlexpr import Expr, Sql, call, column, constant, equal, over, when  # noqa: F401 (Sql: the examples')
 from wid.windows.base import WindowSpec
 
@@ -228,7 +228,7 @@ def position(partition: Sequence[str], order: Sequence[str], name: str, named: N
 
 def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0,
              by: Sequence[str] = ("row_num",)) -> tuple[Expr, int]:
-    """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`checked`
+    """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`wid.bucket.checks.checked`
     against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs; a failing
     tuple named by its columns ``by``), and ``factor`` = id units per clause unit.
 

@@ -10,7 +10,8 @@ from fractions import Fraction
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame
-from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, IntegralType, TimestampType  # noqa: F401 (the examples')
+from pyspark.sql.types import DataType, DecimalType, DoubleType, FloatType, IntegralType
+from pyspark.sql.types import TimestampType  # noqa: F401 (the examples')
 
 from wid.bucket.checks import described, naming
 from wid.bucket.columns import MICROS_PER_SECOND, WID_X, Named, attribute_type, numeric_value, time_like
@@ -67,7 +68,7 @@ def gap_type(df: DataFrame, spec: Session) -> DataType:
 
 
 def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[str, ...]) -> Expr:
-    """The gap ``g`` (an expression of type ``gtype``) in ``x`` units (module docstring), failing
+    """The gap ``g`` (an expression of type ``gtype``) in ``x`` units (:mod:`wid.bucket.session`), failing
     the query on a NULL, non-positive or too large gap, or one of no whole microseconds."""
     scale = MICROS_PER_SECOND if time_like(dtype) else 1
     most = Decimal(LIMIT // 2) / scale  # exact: a power of ten divides
@@ -88,7 +89,7 @@ def _gap_x(g: Expr, gtype: DataType, dtype: DataType, spec: Session, by: tuple[s
 
 
 def gap_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
-    """A tuple's gap expression in ``x`` units, checked (module docstring): a Column, or SQL text.
+    """A tuple's gap expression in ``x`` units, checked (:mod:`wid.bucket.session`): a Column, or SQL text.
 
     >>> tuples = spark.table("readings").where("k = 'a'").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t")
     >>> tuples.select("ts", gap_x(tuples, Session("v * 0.5", "t")).alias("g")).orderBy("ts").first()
@@ -105,7 +106,8 @@ def end_x(df: DataFrame, spec: Session, named: Named = column) -> Expr:
     """A tuple's own end ``a + g`` in ``x`` units (:func:`exact_x`, present in ``df`` for
     timestamps), its gap checked (:func:`gap_x`): a Column, or SQL text.
 
-    >>> tuples = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t", "CAST(ts * 1e6 AS BIGINT) AS wid_x")
+    >>> tuples = spark.table("readings").selectExpr("*", "CAST(ts AS TIMESTAMP) AS t",
+    ...                                             "CAST(ts * 1e6 AS BIGINT) AS wid_x")
     >>> tuples.select("row_num", end_x(tuples, Session("v", "t")).alias("end")).orderBy("row_num").first()
     Row(row_num=0, end=6000000)
     """

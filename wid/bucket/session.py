@@ -15,9 +15,10 @@ id``. The comparison is exact on the stored values:
 With a gap expression (:attr:`Session.dynamic`, Spark's dynamic gap) each tuple has its own
 end ``a + g`` (``g`` evaluated on it, in ``x`` units: whole microseconds for timestamps, exact
 integers and decimals; a double gap or attribute is refused), checked: a NULL or non-positive
-``g`` fails the query naming the tuple (:mod:`wid.bucket.gaps`). In ``x`` order per key a tuple opens a session when it
-is the first or ``a >`` the largest end of the tuples before it (ROWS frame: of equal values
-only the first can open one); the session ends at its largest ``a + g``.
+``g`` fails the query naming the tuple (:mod:`wid.bucket.gaps`). In ``x`` order per key a
+tuple opens a session when it is the first or ``a >`` the largest end of the tuples before it
+(ROWS frame: of equal values only the first can open one); the session ends at its largest
+``a + g``.
 
 Each tuple also carries its session's ``session_start`` (first ``a``) and ``session_end``
 (last ``a + g``), in the attribute's type (``session_end`` a timestamp for dates). The steps are one
@@ -199,7 +200,7 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
     NaN attribute fails the query), ``wid_lo``/``wid_hi`` NULL; sessions form in live mode's
     stateful step as tuples arrive (:mod:`wid.stream.live.sessions.steps`; a gap expression is
     checked here, before the stream runs, and evaluated there on the tuples WHERE keeps:
-    :func:`end_x`).
+    :func:`wid.bucket.gaps.end_x`).
 
     >>> days = spark.sql("SELECT 0L AS row_num, DATE'1970-01-02' AS day")
     >>> live_bucket(days, Session(3600, "day")).select(WID_X, WID_LO, WID_HI).first()
@@ -220,8 +221,8 @@ def live_bucket(df: DataFrame, spec: Session) -> DataFrame:
 def extents_of(first: Column, last: Column, dtype: DataType, spec: Session,
                reach: Column | None = None) -> dict[str, Column]:
     """``session_start`` and ``session_end`` of a session from its least and largest
-    :func:`exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them; with a
-    gap expression, the end is ``reach``, the largest :func:`end_x` of its tuples.
+    :func:`wid.bucket.gaps.exact_x` (``first``, ``last``), in the types :func:`session_bucket` gives them; with a
+    gap expression, the end is ``reach``, the largest :func:`wid.bucket.gaps.end_x` of its tuples.
 
     >>> from pyspark.sql import functions as F
     >>> extents = extents_of(F.lit(1_000_000), F.lit(2_500_000), TimestampNTZType(), Session(1.5, "t"))

@@ -5,7 +5,8 @@ parameters (``objectName``, ``proposal``), on classic and Connect sessions alike
 expressions run over the tagged stream, where those names are the view's own and the columns
 wid adds (``wid_x``, ``wid_lo``, ``_wid_v1``, ...), or over the query's output (HAVING and ORDER
 BY), where some are output names (``wid``, an alias); the message lists the view's columns for
-the first, the nearest output columns for the second.
+the first, the nearest output columns for the second. :func:`unresolved` words a source that
+does not resolve (an unknown view, a DataFrame passed for it, or a pipeline's query function).
 """
 
 from __future__ import annotations

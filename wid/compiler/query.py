@@ -166,7 +166,8 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     keys: dict[str, str] = {}  # normalised expression -> key column
     aliases = {normal_name(quote(item.alias)): item for item in parsed.select}
     for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
-        expr = aliases[normal_name(expr)].expr if normal_name(expr) in aliases and normal_name(expr) not in columns else expr
+        if normal_name(expr) in aliases and normal_name(expr) not in columns:
+            expr = aliases[normal_name(expr)].expr
         if normal_name(expr) in keys:
             continue
         name = columns.get(normal_name(expr), f"_wid_k{i}")

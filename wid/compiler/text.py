@@ -5,7 +5,8 @@ The bracketed window clause is the only part that is not SQL. It is found on sql
 tokens (the first ``[ ... ]`` after a top-level ``FROM name``, so brackets in strings,
 comments and backquotes do not count) and lifted out; sqlglot (``read="spark"``) parses the
 rest for its structure. Every expression reaches Spark as the user's own text, a slice
-between token positions (comments dropped): nothing is rewritten.
+between token positions (comments dropped): nothing is rewritten. :func:`normal_name` compares
+names as Spark does; :func:`sort_item` splits an ORDER BY item.
 """
 
 from __future__ import annotations

@@ -25,8 +25,7 @@ from wid.bucket.kinds import bucket_sql
 from wid.compiler.kinds import aggregate_sql, where_sql
 from wid.errors import WidError
 from wid.compiler.query import CompiledQuery, compile_query, resolved
-from wid.compiler.text import sort_item
-from wid.compiler.text import WindowQuery
+from wid.compiler.text import WindowQuery, sort_item
 from wid.windows.clause import parse_window
 from wid.windows.sqlexpr import Sql, qualified, quote
 from wid.windows.base import WindowSpec

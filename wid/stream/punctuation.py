@@ -3,7 +3,9 @@
 :class:`Punctuations` is what replay consumes: ``(row_num, <pattern columns>, wid_closed)``, a
 punctuation with ``row_num = r`` arriving right after tuple ``r``; :class:`Marks` the same,
 tuple by tuple, for a live stream; :class:`Generator` what every generator provides, with the
-conversion of a bound on the window attribute to the window-ids it closes.
+conversion of a bound on the window attribute to the window-ids it closes; :data:`MODES` and
+:func:`checked_mode` the modes a generator takes, :class:`View` the query's view as generators'
+errors name it.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def prepared(df: DataFrame, spec: WindowOperator) -> DataFrame:
 
 
 def scan(tuples: DataFrame, spec: WindowOperator, punctuations=None) -> DataFrame:
-    """The :class:`KeyOperator` of each key over :func:`prepared` ``tuples`` and the
+    """The :class:`wid.bucket.flink.keyed.KeyOperator` of each key over :func:`prepared` ``tuples`` and the
     punctuations on ``spec.wattr`` (a :class:`wid.stream.punctuation.Punctuations`, its
     ``wid_closed`` the bound in ``x`` units; None: only the end of the stream). One row per
     member run (``_wid_kind`` 0: ``row_num``, ``wid_lo``, ``wid_hi``), firing (1: ``row_num`` of
