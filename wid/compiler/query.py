@@ -166,14 +166,16 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
     keys: dict[str, str] = {}  # normalised expression -> key column
     aliases = {normal_name(quote(item.alias)): item for item in parsed.select}
     for i, expr in enumerate([*map(quote, spec.partition), *parsed.group_by]):  # PATTR: a column name
-        if normal_name(expr) in aliases and normal_name(expr) not in columns:
-            expr = aliases[normal_name(expr)].expr
-        if normal_name(expr) in keys:
+        normal = normal_name(expr)
+        if normal in aliases and normal not in columns:  # a GROUP BY naming a SELECT alias: its expression
+            expr = aliases[normal].expr
+            normal = normal_name(expr)
+        if normal in keys:
             continue
-        name = columns.get(normal_name(expr), f"_wid_k{i}")
+        name = columns.get(normal, f"_wid_k{i}")
         if name not in source.columns:
             derived[name] = expr
-        keys[normal_name(expr)] = name
+        keys[normal] = name
     keys.update({name: name for name in spec.extent_columns})  # one value per window: grouping adds nothing
 
     aggregates: list[Aggregate] = []
