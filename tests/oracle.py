@@ -7,7 +7,7 @@ numbers as given, timestamps as epoch seconds with their fractional part.
 
 A window is one of :class:`Sliding` (also tumbling), :class:`Rows` (tuple-based,
 optionally partitioned by ``pattr``), :class:`Landmark` (on a value or on arrival
-positions) and the FCA kinds :class:`SlideByTuple` (with ``every`` and ``rank``).
+positions), each with an optional grid ``offset``, :class:`Cumulating` and the FCA kinds :class:`SlideByTuple` (with ``every`` and ``rank``).
 Positions (ROWS windows) and the FCA window-ids are taken over the whole stream;
 ``where`` then filters the tuples inside each extent.
 """
@@ -31,20 +31,44 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 @dataclass(frozen=True)
 class Sliding:
-    """``[RANGE r SLIDE s WATTR attr]``: extent(w) = {t : (w+1)s - r <= x < (w+1)s} (tumbling: r = s)."""
+    """``[RANGE r SLIDE s OFFSET o WATTR attr]``: extent(w) = {t : (w+1)s - r + o <= x < (w+1)s + o}
+    (tumbling: r = s)."""
 
     range: Any
     slide: Any
     attr: str
+    offset: Any = 0
 
     def extent(self, w: int) -> tuple[Fraction, Fraction]:
-        r, s = Fraction(self.range), Fraction(self.slide)
-        return (w + 1) * s - r, (w + 1) * s
+        r, s, o = Fraction(self.range), Fraction(self.slide), Fraction(self.offset)
+        return (w + 1) * s - r + o, (w + 1) * s + o
 
     def candidates(self, xs: Sequence[Fraction]) -> range:
-        """A superset of the windows that may hold one of ``xs``: (w+1)s > min x and (w+1)s - r <= max x."""
-        r, s = Fraction(self.range), Fraction(self.slide)
-        return range(math.floor(min(xs) / s) - 1, math.ceil((max(xs) + r) / s) + 1)
+        """A superset of the windows that may hold one of ``xs``: (w+1)s + o > min x and (w+1)s - r + o <= max x."""
+        r, s, o = Fraction(self.range), Fraction(self.slide), Fraction(self.offset)
+        return range(math.floor((min(xs) - o) / s) - 1, math.ceil((max(xs) - o + r) / s) + 1)
+
+
+@dataclass(frozen=True)
+class Cumulating:
+    """``[CUMULATE STEP st SIZE sz OFFSET o WATTR attr]`` as Flink SQL defines it: per period p, the
+    windows [p*sz + o, p*sz + o + j*st) for j = 1 .. sz/st, numbered w = p*(sz/st) + j - 1."""
+
+    step: Any
+    size: Any
+    attr: str
+    offset: Any = 0
+
+    def extent(self, w: int) -> tuple[Fraction, Fraction]:
+        st, sz, o = Fraction(self.step), Fraction(self.size), Fraction(self.offset)
+        n = int(sz / st)
+        p, j = divmod(w, n)
+        return p * sz + o, p * sz + o + (j + 1) * st
+
+    def candidates(self, xs: Sequence[Fraction]) -> range:
+        st, sz, o = Fraction(self.step), Fraction(self.size), Fraction(self.offset)
+        n = int(sz / st)
+        return range((math.floor((min(xs) - o) / sz) - 1) * n, (math.floor((max(xs) - o) / sz) + 2) * n)
 
 
 @dataclass(frozen=True)
@@ -58,19 +82,20 @@ class Rows(Sliding):
 
 @dataclass(frozen=True)
 class Landmark:
-    """``[RANGE UNBOUNDED SLIDE s WATTR attr]``: extent(w) = {t : x < (w+1)s}, for w up to
-    floor(max x / s) over the whole stream. ``rows``: x is the arrival position."""
+    """``[RANGE UNBOUNDED SLIDE s OFFSET o WATTR attr]``: extent(w) = {t : x < (w+1)s + o}, for w up
+    to floor((max x - o) / s) over the whole stream. ``rows``: x is the arrival position."""
 
     slide: Any
     attr: str
     rows: bool = False
+    offset: Any = 0
 
     def extent(self, w: int) -> tuple[float, Fraction]:
-        return -math.inf, (w + 1) * Fraction(self.slide)
+        return -math.inf, (w + 1) * Fraction(self.slide) + Fraction(self.offset)
 
     def candidates(self, xs: Sequence[Fraction]) -> range:
-        s = Fraction(self.slide)
-        return range(math.floor(min(xs) / s) - 1, math.floor(max(xs) / s) + 1)
+        s, o = Fraction(self.slide), Fraction(self.offset)
+        return range(math.floor((min(xs) - o) / s) - 1, math.floor((max(xs) - o) / s) + 1)
 
 
 @dataclass(frozen=True)
@@ -85,7 +110,7 @@ class SlideByTuple:
     rank: bool = False
 
 
-Window = Sliding | Landmark | SlideByTuple
+Window = Sliding | Cumulating | Landmark | SlideByTuple
 
 
 def seconds(value: Any) -> Fraction:

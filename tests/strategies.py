@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tests.oracle import Landmark, Rows, SlideByTuple, Sliding
+from tests.oracle import Cumulating, Landmark, Rows, SlideByTuple, Sliding
 from wid.aggregate.range import SCANNED
 
 ATTRIBUTE_TYPES = ("double", "long", "decimal", "timestamp")
@@ -134,6 +134,7 @@ class Clause:
     window: Any
     range: Fraction | None
     slide: Fraction | None
+    offset: Fraction = Fraction(0)
 
     @property
     def fca(self) -> bool:
@@ -257,6 +258,20 @@ def clauses(draw, kind: str, attribute: Attribute) -> Clause:
         s_text, s = _measure(draw, attribute, above=least)
         return Clause(kind, f"RANGE UNBOUNDED SLIDE {s_text} WATTR x", Landmark(s, "x"), None, s)
     smallest = min(a[2] for a in _amounts(attribute))
+    if kind == "cumulate":  # Flink's CUMULATE: n = size/step windows per period, offset on the grid
+        s_text, s = _measure(draw, attribute, above=least)
+        size = s * draw(st.integers(1, OVERLAP))
+        o_text, o = _offset(draw, attribute, size)
+        size_text = _decimal_text(size) + (" SECONDS" if attribute.type == "timestamp" else "")
+        return Clause(kind, f"CUMULATE STEP {s_text} SIZE {size_text}{o_text} WATTR x", Cumulating(s, size, "x", o),
+                      size, s, o)
+    if kind == "offset":  # a sliding, tumbling or landmark grid shifted by OFFSET o
+        shape = draw(st.sampled_from(("sliding", "tumbling", "landmark")))
+        plain = draw(clauses(shape, attribute))
+        o_text, o = _offset(draw, attribute, plain.slide)
+        text = plain.text.replace(" WATTR", f"{o_text} WATTR")
+        window = replace(plain.window, offset=o)
+        return Clause(kind, text, window, plain.range, plain.slide, o)
     if kind == "tumbling":
         s_text, s = _measure(draw, attribute, above=least)
         r_text, r = s_text, s
@@ -276,6 +291,17 @@ def clauses(draw, kind: str, attribute: Attribute) -> Clause:
     return Clause(kind, f"RANGE {r_text} SLIDE {s_text} WATTR x", Sliding(r, s, "x"), r, s)
 
 
+def _offset(draw, attribute: Attribute, slide: Fraction) -> tuple[str, Fraction]:
+    """`` OFFSET o`` (the text, and ``o`` in attribute units): within a slide either way or beyond
+    it, on the data's grid or between its points, negative too; sometimes none."""
+    if not draw(st.integers(0, 4)):
+        return "", Fraction(0)
+    grid = attribute.grid
+    o = draw(st.sampled_from((slide / 2, slide / 3, slide - grid, grid, slide * 3 + grid, slide / 7)))
+    o = round(o / grid) * grid * draw(st.sampled_from((1, -1)))
+    return f" OFFSET {_decimal_text(o)}{' SECONDS' if attribute.type == 'timestamp' else ''}", o
+
+
 def _least_slide(attribute: Attribute) -> Fraction:
     """The slide below which a decimal's window-ids ``floor(x/s)`` pass ``2**61`` (refused,
     docs/semantics.md): 0 but for decimals beyond ``2**61``."""
@@ -293,7 +319,7 @@ def _value(source: Source, attribute: Attribute, clause: Clause, span: Fraction,
         value = (other, other - r, other + r)[edge]
     elif clause.slide and edge in (3, 4, 5, 6, 7):
         j = source.randint(-1, max(1, int(span / clause.slide)))
-        value = base + j * clause.slide - {5: r, 6: grid, 7: r - grid}.get(edge, 0)
+        value = base + clause.offset + j * clause.slide - {5: r, 6: grid, 7: r - grid}.get(edge, 0)
     else:
         value = base + source.randint(-int(span / grid) // 4, int(span / grid)) * grid
     value = round(value / grid) * grid

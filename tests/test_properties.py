@@ -234,6 +234,20 @@ def test_hopping_windows(spark, case):
     check_query(spark, case)
 
 
+@given(case=cases(("offset",)))
+def test_windows_shifted_by_an_offset(spark, case):
+    """``[RANGE r SLIDE s OFFSET o WATTR x]`` (sliding, tumbling or landmark): extent(w) =
+    {t : (w+1)s - r + o <= x < (w+1)s + o}, o negative, fractional, or past a slide."""
+    check_query(spark, case)
+
+
+@given(case=cases(("cumulate",)))
+def test_cumulating_windows(spark, case):
+    """``[CUMULATE STEP st SIZE sz OFFSET o WATTR x]``: per period p, the windows
+    [p*sz + o, p*sz + o + j*st), j = 1..sz/st, as Flink SQL's CUMULATE."""
+    check_query(spark, case)
+
+
 @given(case=cases(("rows",)))
 def test_tuple_based_windows(spark, case):
     """``[RANGE r ROWS SLIDE s ROWS WATTR row_num]``: the sliding extent on x = the tuple's
@@ -375,6 +389,16 @@ def punctuated(draw, kinds: tuple[str, ...]) -> tuple[Case, list[int], bool]:
 def test_replay_value_windows_with_exact_punctuations(spark, args):
     """Source punctuations (bound = least value to come, wildcard and per key): nothing late,
     every extent exact, window w emitted at the first punctuation with bound >= (w+1)s."""
+    case, after, keyed = args
+    punctuations = exact_punctuations(case, after, keyed)
+    frame = punctuation_frame(spark, case, punctuations, keyed)
+    check_replay(spark, case, wid.punctuate.embedded(frame), lambda row: emitted_at(case, punctuations, row))
+
+
+@given(args=punctuated(("offset", "cumulate")))
+def test_replay_offset_and_cumulating_windows_with_exact_punctuations(spark, args):
+    """The same for shifted grids and cumulating windows: window w is emitted at the first
+    punctuation with bound >= its end, (w+1)s + o (cumulating: (w+1)st + o)."""
     case, after, keyed = args
     punctuations = exact_punctuations(case, after, keyed)
     frame = punctuation_frame(spark, case, punctuations, keyed)

@@ -2,9 +2,12 @@
 
 Grammar (keywords case-insensitive, parameters in any order)::
 
-    RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] WATTR a [PATTR p]
+    RANGE (n | UNBOUNDED) [unit] SLIDE n [unit] [OFFSET o [unit]] WATTR a [PATTR p]
     RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
+    CUMULATE STEP n [unit] SIZE n [unit] [OFFSET o [unit]] WATTR a
     SESSION (n | expr) [unit] WATTR a [PATTR p]
+
+``OFFSET o`` (``o`` may be negative) shifts the grid: extents end at ``(w+1)s + o``.
 
     unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
 """
@@ -20,13 +23,14 @@ from wid.windows.sqlexpr import column_name
 from wid.windows.spl_clause import is_spl, parse_spl
 from wid.windows.aware import Session, SlideByRank, SlideByRows, SlideByTuple
 from wid.windows.base import WindowSpec
-from wid.windows.context_free import Landmark, PartitionedTupleSliding, Sliding, Tumbling, TupleSliding
+from wid.windows.context_free import (Cumulating, Landmark, PartitionedTupleSliding, Sliding, Tumbling,
+                                      TupleSliding)
 
 SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
 _TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|"
                     r"[^\W\d][\w.]*|\(|\)|\S)")
-_KEYWORDS = ("RANGE", "SLIDE", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION")
+_KEYWORDS = ("RANGE", "SLIDE", "OFFSET", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION", "CUMULATE", "STEP", "SIZE")
 
 
 def _spans(text: str) -> list[re.Match[str]]:
@@ -50,11 +54,12 @@ def _unit(word: str | None) -> str | None:
 
 
 def _number(token: str, keyword: str, clause: str) -> Number:
-    """The exact number written (``0.1`` is one tenth: :func:`wid.windows.numbers.as_number`)."""
+    """The exact number written (``0.1`` is one tenth: :func:`wid.windows.numbers.as_number`),
+    positive except for ``OFFSET``."""
     if not re.fullmatch(r"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", token):
         raise WidError(f"{keyword} needs a number, got {token!r} in [{clause}]")
     value = as_number(token, keyword)
-    if value <= 0:
+    if value <= 0 and keyword != "OFFSET":
         raise WidError(f"{keyword} must be positive, got {token} in [{clause}]")
     return value
 
@@ -63,7 +68,7 @@ def _parameters(clause: str) -> dict[str, list[str]]:
     """Keyword -> the tokens after it, up to the next keyword."""
     tokens = _tokens(clause)
     if not tokens or tokens[0].upper() not in _KEYWORDS:
-        raise WidError(f"a window clause starts with RANGE, SLIDE or SESSION: [{clause}]")
+        raise WidError(f"a window clause starts with RANGE, SLIDE, CUMULATE or SESSION: [{clause}]")
     params: dict[str, list[str]] = {}
     current = ""
     for token in tokens:
@@ -130,6 +135,11 @@ def parse_window(clause: str) -> WindowSpec:
     params = _parameters(clause)
     if "SESSION" in params:
         return _session(params, clause)
+    if "CUMULATE" in params:
+        return _cumulate(params, clause)
+    for extra in ("STEP", "SIZE"):
+        if extra in params:
+            raise WidError(f"{extra} belongs to a CUMULATE window in [{clause}]")
     for required in ("RANGE", "SLIDE"):
         if required not in params:
             raise WidError(f"missing {required} in [{clause}]{_misspelt(required, clause)}")
@@ -137,7 +147,10 @@ def parse_window(clause: str) -> WindowSpec:
     slide, slide_unit = _measure(params["SLIDE"], "SLIDE", clause)
     wattr, pattr = _attribute(params, "WATTR", clause), _attribute(params, "PATTR", clause)
     rattr, sattr = _attribute(params, "RATTR", clause), _attribute(params, "SATTR", clause)
+    offset, offset_unit = _measure(params["OFFSET"], "OFFSET", clause) if "OFFSET" in params else (0, None)
     if rattr or sattr:
+        if "OFFSET" in params:
+            raise WidError(f"OFFSET shifts a grid of windows; a slide-by-tuple window has none in [{clause}]")
         if wattr or pattr or not (rattr and sattr):
             raise WidError(f"a slide-by-tuple window takes RATTR and SATTR (no WATTR/PATTR) in [{clause}]")
         return _slide_by_tuple(range_, range_unit, rattr, slide, slide_unit, sattr, clause)
@@ -147,17 +160,44 @@ def parse_window(clause: str) -> WindowSpec:
     if len(rows) == 2 and not (range_ is None and range_unit is None):
         raise WidError(f"RANGE and SLIDE must both be in ROWS or neither in [{clause}]")
     in_rows = slide_unit == ROWS
+    if "OFFSET" in params and (offset_unit == ROWS) != in_rows:
+        raise WidError(f"OFFSET must be in ROWS exactly when SLIDE is in [{clause}]")
     if pattr and not in_rows:
         raise WidError(f"PATTR partitions tuple-based (ROWS) windows; use GROUP BY {pattr} for [{clause}]")
     if range_ is None:
         if pattr:
             raise WidError(f"PATTR is not supported with RANGE UNBOUNDED in [{clause}]")
-        return Landmark(slide, wattr, rows=in_rows)
+        return Landmark(slide, wattr, rows=in_rows, offset=offset)
     if pattr:
-        return PartitionedTupleSliding(range_, slide, wattr, pattr)
+        return PartitionedTupleSliding(range_, slide, wattr, pattr, offset=offset)
     if in_rows:
-        return TupleSliding(range_, slide, wattr)
-    return Tumbling(range_, slide, wattr) if range_ == slide else Sliding(range_, slide, wattr)
+        return TupleSliding(range_, slide, wattr, offset=offset)
+    kind = Tumbling if range_ == slide else Sliding
+    return kind(range_, slide, wattr, offset=offset)
+
+
+def _cumulate(params: dict[str, list[str]], clause: str) -> Cumulating:
+    """``CUMULATE STEP st [unit] SIZE sz [unit] [OFFSET o [unit]] WATTR a``.
+
+    >>> parse_window("CUMULATE STEP 1 HOUR SIZE 1 DAY OFFSET -2 HOURS WATTR ts")
+    Cumulating(step=3600, size=86400, wattr='ts', offset=-7200)
+    >>> parse_window("CUMULATE STEP 1 HOUR WATTR ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: missing SIZE in [CUMULATE STEP 1 HOUR WATTR ts]
+    """
+    extra = sorted(set(params) - {"CUMULATE", "STEP", "SIZE", "OFFSET", "WATTR"})
+    if extra or params["CUMULATE"]:
+        what = ", ".join(extra) or " ".join(params["CUMULATE"])
+        raise WidError(f"a cumulating window takes STEP, SIZE, OFFSET and WATTR, not {what} in [{clause}]")
+    for required in ("STEP", "SIZE", "WATTR"):
+        if required not in params:
+            raise WidError(f"missing {required} in [{clause}]{_misspelt(required, clause)}")
+    (step, step_unit), (size, size_unit) = (_measure(params[k], k, clause) for k in ("STEP", "SIZE"))
+    offset, offset_unit = _measure(params["OFFSET"], "OFFSET", clause) if "OFFSET" in params else (0, None)
+    if ROWS in (step_unit, size_unit, offset_unit) or step is None or size is None:
+        raise WidError(f"a cumulating window needs STEP and SIZE on a value attribute (not ROWS or UNBOUNDED) "
+                       f"in [{clause}]")
+    return Cumulating(step, size, _attribute(params, "WATTR", clause), offset=offset)
 
 
 def _slide_by_tuple(

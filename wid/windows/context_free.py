@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from typing import ClassVar
 
 import numpy as np
 from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from wid.errors import WidError
 from wid.windows.base import WindowSpec
-from wid.windows.numbers import LIMIT, Number, exact, floor_div, floor_div_sum, whole
-from wid.windows.sqlexpr import Expr
+from wid.windows.numbers import LIMIT, Number, as_number, bounded, exact, floor_div_shift, places, times, whole
+from wid.windows.sqlexpr import Expr, call
 
 
 def _slides(range_: Number, slide: Number) -> None:
@@ -36,9 +37,24 @@ def _slides(range_: Number, slide: Number) -> None:
         raise WidError(f"RANGE {range_} / SLIDE {slide} exceeds 2**61 windows per tuple")
 
 
+def aligned(offset: object) -> Number:
+    """``OFFSET o``: an exact number (negative allowed), bounded as clause numbers are.
+
+    >>> aligned(0.25), aligned(-900)
+    (Decimal('0.25'), -900)
+    >>> aligned("soon")
+    Traceback (most recent call last):
+    wid.errors.WidError: OFFSET must be a number, got 'soon'
+    """
+    value = as_number(offset, "OFFSET")
+    bounded(abs(value), "OFFSET")
+    return value
+
+
 class ContextFree(WindowSpec):
-    """FCF windows (sliding, tumbling, landmark): a tuple's ids are a formula of its own ``x``
-    (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s``.
+    """FCF windows (sliding, tumbling, landmark, cumulating): a tuple's ids are a formula of its
+    own ``x`` (:meth:`wids`, tagged by :mod:`wid.bucket.fcf`) and extent(w) ends at ``(w+1)s + o``,
+    ``o`` the grid's ``OFFSET`` (0 unless given).
 
     >>> from wid.windows.clause import parse_window
     >>> w = parse_window("RANGE 1 MINUTE SLIDE 30 SECONDS WATTR ts")
@@ -47,14 +63,34 @@ class ContextFree(WindowSpec):
     """
 
     slide: Number
+    offset: Number
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "offset", aligned(self.offset))
+
+    def __repr__(self) -> str:
+        """The fields as dataclasses show them, ``offset`` only when the grid is shifted."""
+        shown = [f for f in fields(self) if f.repr and (f.name != "offset" or self.offset)]
+        return f"{type(self).__name__}({', '.join(f'{f.name}={getattr(self, f.name)!r}' for f in shown)})"
 
     @abstractmethod
     def wids(self, x: Expr) -> tuple[Expr, Expr | None]:
         """``(wid_lo, wid_hi)`` of a tuple at ``x``; ``wid_hi`` None when the end is open."""
 
     def closed(self, bound: Column) -> Column:
-        """Largest w whose extent end (w+1)s <= bound: a punctuation at ``bound`` closes all w up to it."""
-        return floor_div(bound, self.slide) - 1
+        """Largest w whose extent end (w+1)s + o <= bound: a punctuation at ``bound`` closes all w up
+        to ``floor((bound - o)/s) - 1``."""
+        return floor_div_shift(bound, -self.offset, self.slide) - 1
+
+    @property
+    def places(self) -> int:
+        """Decimal places of the clause numbers, the offset's included."""
+        return max(super().places, places(self.offset))
+
+    def scaled(self, factor: int) -> ContextFree:
+        """The same windows when ``x`` is measured in units ``factor`` times finer (the offset too)."""
+        return replace(super().scaled(factor), offset=times(self.offset, factor))
 
     def implied(self, x: Expr) -> Expr:
         """ROWS windows (sliding or landmark): the window the tuple at position ``x`` closes by
@@ -70,7 +106,7 @@ class ContextFree(WindowSpec):
     @property
     def limit(self) -> Number:
         """Largest ``|x|``: ``|floor(x/s)| <= 2**61``, so ``wid_hi < 2**62``."""
-        return self.slide * (LIMIT // 2)
+        return self.slide * (LIMIT // 2) - abs(self.offset)
 
     @property
     def reads_arrival(self) -> bool:  # type: ignore[override]
@@ -101,12 +137,12 @@ class ContextFree(WindowSpec):
     def period(self) -> Number | None:
         return None if self.positional else self.slide
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Sliding(ContextFree):
-    """``[RANGE r SLIDE s WATTR a]``.
+    """``[RANGE r SLIDE s [OFFSET o] WATTR a]``.
 
-    extent(w) = {t : (w+1)s - r <= x < (w+1)s};
-    wids(t)   = floor(x/s) <= w <= floor((x+r)/s) - 1 (empty when s > r leaves a gap).
+    extent(w) = {t : (w+1)s - r + o <= x < (w+1)s + o};
+    wids(t)   = floor((x-o)/s) <= w <= floor((x-o+r)/s) - 1 (empty when s > r leaves a gap).
 
     >>> hop = Sliding(2, 5, "ts")  # x = 1 and 7 lie in no window: wid_lo > wid_hi
     >>> hop.gaps, hop.extent(0), hop.wids(np.array([1, 3, 7]))
@@ -114,11 +150,15 @@ class Sliding(ContextFree):
     >>> w = Sliding(0.5, 0.25, "ts")
     >>> w.extent(-3), w.span, w.places, w.scaled(100)
     ((Decimal('-1.00'), Decimal('-0.50')), 2, 2, Sliding(range=50, slide=25, wattr='ts'))
+    >>> hourly_from_15 = Sliding(3600, 3600, "ts", offset=900)  # [w*3600 + 900, (w+1)*3600 + 900)
+    >>> hourly_from_15.extent(0), hourly_from_15.wids(np.array([899, 900, 4499, 4500]))
+    ((900, 4500), (array([-1,  0,  0,  1]), array([-1,  0,  0,  1])))
     """
 
     range: Number
     slide: Number
     wattr: str
+    offset: Number = field(default=0, kw_only=True)
 
     @property
     def live(self) -> bool:
@@ -152,16 +192,19 @@ class Sliding(ContextFree):
         return self.slide > self.range
 
     def wids(self, x: Expr) -> tuple[Expr, Expr]:
-        return floor_div(x, self.slide), floor_div_sum(x, self.range, self.slide) - 1
+        o = self.offset
+        return floor_div_shift(x, -o, self.slide), floor_div_shift(x, self.range - o, self.slide) - 1
 
     def extent(self, w):
-        return (w + 1) * self.slide - self.range, (w + 1) * self.slide
+        end = (w + 1) * self.slide + self.offset if self.offset else (w + 1) * self.slide
+        return end - self.range, end
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Tumbling(Sliding):
-    """``[RANGE s SLIDE s WATTR a]``: extent(w) = {t : w*s <= x < (w+1)s}; wids(t) = {floor(x/s)}.
+    """``[RANGE s SLIDE s [OFFSET o] WATTR a]``: extent(w) = {t : w*s + o <= x < (w+1)s + o};
+    wids(t) = {floor((x-o)/s)}.
 
     >>> Tumbling(60, 60, "ts").wids(np.array([-1, 0, 59, 60]))
     (array([-1,  0,  0,  1]), array([-1,  0,  0,  1]))
@@ -176,11 +219,11 @@ class Tumbling(Sliding):
             raise WidError(f"a tumbling window has RANGE = SLIDE, got {self.range} and {self.slide}")
 
     def wids(self, x: Expr) -> tuple[Expr, Expr]:
-        w = floor_div(x, self.slide)
+        w = floor_div_shift(x, -self.offset, self.slide)
         return w, w
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TupleSliding(Sliding):
     """``[RANGE r ROWS SLIDE s ROWS WATTR row_num]``: :class:`Sliding` where ``x`` is the
     0-based position of the tuple among all tuples in ``wattr`` (arrival) order.
@@ -199,6 +242,7 @@ class TupleSliding(Sliding):
         super().__post_init__()
         object.__setattr__(self, "range", whole("RANGE", self.range))
         object.__setattr__(self, "slide", whole("SLIDE", self.slide))
+        whole("OFFSET", self.offset)
 
     @property
     def live(self) -> bool:
@@ -217,7 +261,7 @@ class TupleSliding(Sliding):
         return lo, hi, self.implied(x)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PartitionedTupleSliding(TupleSliding):
     """``[RANGE r ROWS SLIDE s ROWS WATTR row_num PATTR p]``: per value of ``p``, a
     :class:`TupleSliding` window over ``x`` = 0-based position within the partition;
@@ -242,11 +286,11 @@ class PartitionedTupleSliding(TupleSliding):
         return (self.pattr,)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Landmark(ContextFree):
-    """``[RANGE UNBOUNDED SLIDE s WATTR a]``: extent(w) = {t : x < (w+1)s};
-    wids(t) = w >= floor(x/s), an open upper end that the end of the stream closes at
-    floor(max x / s). With ``rows`` the attribute is the arrival position.
+    """``[RANGE UNBOUNDED SLIDE s [OFFSET o] WATTR a]``: extent(w) = {t : x < (w+1)s + o};
+    wids(t) = w >= floor((x-o)/s), an open upper end that the end of the stream closes at
+    floor((max x - o) / s). With ``rows`` the attribute is the arrival position.
 
     >>> Landmark(10, "ts").wids(np.array([-5, 25])), Landmark(0.5, "ts").extent(3)
     ((array([-1,  2]), None), (-inf, Decimal('2.0')))
@@ -258,6 +302,7 @@ class Landmark(ContextFree):
     slide: Number
     wattr: str
     rows: bool = False
+    offset: Number = field(default=0, kw_only=True)
 
     number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("slide", "SLIDE"),)
     open_end: ClassVar[bool] = True
@@ -271,15 +316,79 @@ class Landmark(ContextFree):
         super().__post_init__()
         if self.rows:
             whole("SLIDE", self.slide)
+            whole("OFFSET", self.offset)
 
     @property
     def positional(self) -> bool:  # type: ignore[override]
         return self.rows
 
     def wids(self, x: Expr) -> tuple[Expr, None]:
-        """``(floor(x/s), None)``: ``None`` marks the open upper end."""
-        return floor_div(x, self.slide), None
+        """``(floor((x-o)/s), None)``: ``None`` marks the open upper end."""
+        return floor_div_shift(x, -self.offset, self.slide), None
 
     def extent(self, w):
         """``(-inf, end)``; no start (None) for a Column or SQL ``w``."""
-        return (-math.inf if isinstance(w, (int, float)) else None), (w + 1) * self.slide
+        end = (w + 1) * self.slide + self.offset if self.offset else (w + 1) * self.slide
+        return (-math.inf if isinstance(w, (int, float)) else None), end
+
+
+@dataclass(frozen=True, repr=False)
+class Cumulating(ContextFree):
+    """``[CUMULATE STEP st SIZE sz [OFFSET o] WATTR a]``, Flink SQL's ``CUMULATE``: each period
+    ``p`` = ``[p*sz + o, (p+1)*sz + o)`` holds ``n = sz/st`` windows that share its start and end
+    one step apart. Window ``w = p*n + j - 1`` (``j = 1..n``):
+
+    extent(w) = {t : floor(w/n)*sz + o <= x < (w+1)st + o};
+    wids(t)   = floor((x-o)/st) <= w <= (floor((x-o)/sz) + 1)n - 1.
+
+    A window ends at ``(w+1)st + o``, as a sliding window with slide ``st`` does: punctuations
+    close the same ids (:meth:`ContextFree.closed`).
+
+    >>> day = Cumulating(3600, 86400, "ts")  # a day's running totals, every hour
+    >>> day.extent(0), day.extent(23), day.extent(24), day.span
+    ((0, 3600), (0, 86400), (86400, 90000), 24)
+    >>> Cumulating(2, 6, "ts", offset=1).wids(np.array([0, 1, 4, 6, 7]))
+    (array([-1,  0,  1,  2,  3]), array([-1,  2,  2,  2,  5]))
+    >>> Cumulating(4, 6, "ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: CUMULATE SIZE must be a whole multiple of STEP, got SIZE 6 and STEP 4
+    """
+
+    step: Number
+    size: Number
+    wattr: str
+    offset: Number = field(default=0, kw_only=True)
+
+    number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("step", "STEP"), ("size", "SIZE"))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (exact(self.size) / exact(self.step)).denominator != 1:
+            raise WidError(f"CUMULATE SIZE must be a whole multiple of STEP, got SIZE {self.size} and STEP {self.step}")
+        _slides(self.size, self.step)
+
+    @property
+    def slide(self) -> Number:  # type: ignore[override]
+        """Window ends lie ``st`` apart: the grid punctuations close on."""
+        return self.step
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    @property
+    def span(self) -> int:
+        """At most ``n = sz/st`` ids per tuple (the first step of a period is in all ``n``)."""
+        return int(exact(self.size) / exact(self.step))
+
+    def wids(self, x: Expr) -> tuple[Expr, Expr]:
+        n, o = self.span, self.offset
+        return floor_div_shift(x, -o, self.step), (floor_div_shift(x, -o, self.size) + 1) * n - 1
+
+    def extent(self, w):
+        """``[(w - (w mod n)) st + o, (w+1)st + o)``: ``w mod n`` steps past the period's start
+        (in ``w``'s own type: a decimal id keeps its room)."""
+        n = self.span
+        first = w - (w % n if isinstance(w, (int, np.integer)) else call("pmod", w, F.lit(n) if isinstance(w, Column) else n))
+        start, end = first * self.step, (w + 1) * self.step
+        return (start + self.offset, end + self.offset) if self.offset else (start, end)

@@ -247,6 +247,21 @@ def floor_div_sum(x: Expr, a: Number, d: Number) -> Expr:
     return floor_div(x, d) + call("div", _pmod(x, d) + a, d_).cast("long")
 
 
+def floor_div_shift(x: Expr, a: Number, d: Number) -> Expr:
+    """``floor((x + a) / d)`` for any exact ``a`` (negative too): with ``a = q*d + a'``,
+    ``q = floor(a/d)`` and ``0 <= a' < d``, it is ``floor((x + a')/d) + q`` (:func:`floor_div_sum`).
+
+    >>> floor_div_shift(np.array([-6, -1, 0, 4, 5]), -7, 5), floor_div_shift(np.array([0, 3]), 7, 5)
+    (array([-3, -2, -2, -1, -1]), array([1, 2]))
+    """
+    q = math.floor(exact(a) / exact(d))
+    with localcontext() as context:
+        context.prec = 80  # unrounded, as in :func:`times`
+        rest = as_number(a - q * d, "offset")
+    shifted = floor_div(x, d) if rest == 0 else floor_div_sum(x, rest, d)
+    return shifted + q if q else shifted
+
+
 def _pmod(x: Expr, d: Number) -> Expr:
     """``pmod(x, d)``, in ``[0, d)``, exact on longs and decimals."""
     return call("pmod", x, F.lit(d) if isinstance(x, Column) else d)
