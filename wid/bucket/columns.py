@@ -230,7 +230,8 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0,
              by: Sequence[str] = ("row_num",)) -> tuple[Expr, int]:
     """``(x, factor)``: ``x`` in the units of exact id arithmetic, checked (:func:`wid.bucket.checks.checked`
     against ``spec.scaled(factor).limit``, and ``2**62`` for numbers held in longs; a failing
-    tuple named by its columns ``by``), and ``factor`` = id units per clause unit.
+    tuple named by its columns ``by``), and ``factor`` = id units per clause unit; a kind's own
+    ``x`` (:meth:`WindowSpec.own_x`, e.g. calendar periods) with factor 1.
 
     Timestamps are epoch microseconds, longs and decimals as they are; a double, when the
     spec's ids depend only on window boundaries (``spec.floors``), is the long
@@ -247,6 +248,9 @@ def id_units(column: Expr, dtype: DataType, spec: WindowSpec, places: int = 0,
     [Row(ts=-1.0, x=-100), Row(ts=0.35, x=34)]
     """
     name = spec.wattr
+    own = spec.own_x(column, dtype)  # the kind's own x (calendar periods): no factor, no limit to check
+    if own is not None:
+        return checked(own, dtype, name, None, by), 1
     x, factor = exact_value(column, dtype, name)
     if isinstance(dtype, (FloatType, DoubleType)):
         floors = spec.floors and not spec.positional

@@ -88,9 +88,12 @@ class CompiledQuery:
         start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(
             w.cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else w)
         places = self.spec.places
-        end = bound_value(end, dtype, places)
-        return [(null_like(end) if start is None else bound_value(start, dtype, places), WINDOW_START),
-                (end, WINDOW_END)]
+
+        def value(v: Expr) -> Expr:  # the kind's own (WindowSpec.own_bound: calendar periods), else x units
+            own = self.spec.own_bound(v, dtype)
+            return bound_value(v, dtype, places) if own is None else own
+        end = value(end)
+        return [(null_like(end) if start is None else value(start), WINDOW_START), (end, WINDOW_END)]
 
     def finish(self, aggregated: DataFrame, *extra: str) -> DataFrame:
         """The user's columns from the aggregate's result (plus ``extra`` columns), with HAVING,

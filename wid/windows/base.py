@@ -111,6 +111,27 @@ class WindowSpec:
         :class:`wid.windows.sqlexpr.Sql`), or None: the kind has no extent on its attribute."""
         return None
 
+    def own_x(self, column: Any, dtype: Any) -> Any:
+        """The kind's own ``x`` for a window attribute ``column`` (a Column, or SQL text) of Spark
+        type ``dtype``, in the units of its ids' arithmetic (no factor), or None: ``x`` is the
+        attribute's value (numbers as given, timestamps in epoch microseconds:
+        :func:`wid.bucket.columns.id_units`). A kind with its own ``x`` (calendar periods,
+        :class:`wid.windows.calendar.Calendar`) gives the same for a punctuation's bound, and
+        :meth:`own_bound` turns its extent bounds back into values of the attribute's type.
+
+        >>> from wid.windows.clause import parse_window
+        >>> from wid.windows.sqlexpr import Sql
+        >>> parse_window("RANGE 4 SLIDE 2 WATTR ts").own_x(Sql.column("ts"), None) is None
+        True
+        """
+        return None
+
+    def own_bound(self, v: Any, dtype: Any) -> Any:
+        """An extent bound ``v`` (from :meth:`extent`, in :meth:`own_x` units) as a value of the
+        attribute's Spark type ``dtype``; None: the kind has no own ``x`` (the stages turn ``x``
+        units into the attribute's type themselves: :func:`wid.bucket.columns.bound_value`)."""
+        return None
+
     def scaled(self, factor: int) -> WindowSpec:
         """The same windows when ``x`` is measured in units ``factor`` times finer."""
         if not self.number_fields:

@@ -6,10 +6,16 @@ Grammar (keywords case-insensitive, parameters in any order)::
     RANGE n [unit] RATTR a SLIDE n ROW[S] SATTR (row_num | rank(a))
     CUMULATE STEP n [unit] SIZE n [unit] [OFFSET o [unit]] WATTR a
     SESSION (n | expr) [unit] WATTR a [PATTR p]
+    RANGE n cal SLIDE m cal WATTR a [TIMEZONE 'Region/City'] [WEEKSTART 'SUNDAY']
 
 ``OFFSET o`` (``o`` may be negative) shifts the grid: extents end at ``(w+1)s + o``.
 
     unit := SECOND[S] | MINUTE[S] | HOUR[S] | DAY[S] | ROW[S]
+    cal  := DAY[S] | WEEK[S] | MONTH[S] | QUARTER[S] | YEAR[S]
+
+Calendar windows (:class:`wid.windows.calendar.Calendar`): a ``WEEK``, ``MONTH``, ``QUARTER`` or
+``YEAR`` unit, or ``TIMEZONE``, makes local calendar periods (both amounts in the same unit); ``DAY``
+without ``TIMEZONE`` stays 86400 seconds.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from wid.windows.sqlexpr import column_name
 from wid.windows.spl_clause import is_spl, parse_spl
 from wid.windows.aware import Session, SlideByRank, SlideByRows, SlideByTuple
 from wid.windows.base import WindowSpec
+from wid.windows.calendar import UNITS as CALENDAR, Calendar
 from wid.windows.context_free import (Cumulating, Landmark, PartitionedTupleSliding, Sliding, Tumbling,
                                       TupleSliding)
 
@@ -30,7 +37,8 @@ SECONDS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400}
 ROWS = "ROW"
 _TOKEN = re.compile(r"\s*(-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|`(?:[^`]|``)+`|'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|"
                     r"[^\W\d][\w.]*|\(|\)|\S)")
-_KEYWORDS = ("RANGE", "SLIDE", "OFFSET", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION", "CUMULATE", "STEP", "SIZE")
+_KEYWORDS = ("RANGE", "SLIDE", "OFFSET", "WATTR", "PATTR", "RATTR", "SATTR", "SESSION", "CUMULATE", "STEP", "SIZE",
+             "TIMEZONE", "WEEKSTART")
 
 
 def _spans(text: str) -> list[re.Match[str]]:
@@ -50,7 +58,7 @@ def _unit(word: str | None) -> str | None:
     if word is None:
         return None
     singular = word.upper().removesuffix("S")
-    return singular if singular in SECONDS or singular == ROWS else None
+    return singular if singular in SECONDS or singular in CALENDAR or singular == ROWS else None
 
 
 def _number(token: str, keyword: str, clause: str) -> Number:
@@ -100,6 +108,8 @@ def _measure(words: list[str], keyword: str, clause: str) -> tuple[Number | None
     unit = _unit(words[1]) if len(words) == 2 else None
     if len(words) == 2 and unit is None:
         raise WidError(f"unknown unit {words[1]!r} after {keyword} in [{clause}]")
+    if unit in CALENDAR and unit not in SECONDS and keyword not in ("RANGE", "SLIDE"):
+        raise WidError(f"{keyword} cannot be in {unit}S (calendar periods: RANGE and SLIDE only) in [{clause}]")
     if words[0].upper() == "UNBOUNDED":
         if keyword != "RANGE":
             raise WidError(f"only RANGE may be UNBOUNDED in [{clause}]")
@@ -133,6 +143,9 @@ def parse_window(clause: str) -> WindowSpec:
     if is_spl(clause):
         return parse_spl(clause)
     params = _parameters(clause)
+    if ({"TIMEZONE", "WEEKSTART"} & set(params) or any(_unit(words[-1]) in CALENDAR and _unit(words[-1]) not in SECONDS
+                                                        for k in ("RANGE", "SLIDE") for words in [params.get(k)] if words)):
+        return _calendar(params, clause)
     if "SESSION" in params:
         return _session(params, clause)
     if "CUMULATE" in params:
@@ -198,6 +211,48 @@ def _cumulate(params: dict[str, list[str]], clause: str) -> Cumulating:
         raise WidError(f"a cumulating window needs STEP and SIZE on a value attribute (not ROWS or UNBOUNDED) "
                        f"in [{clause}]")
     return Cumulating(step, size, _attribute(params, "WATTR", clause), offset=offset)
+
+
+def _calendar(params: dict[str, list[str]], clause: str) -> Calendar:
+    """``RANGE n cal SLIDE m cal WATTR a [TIMEZONE 'z'] [WEEKSTART 'd']``: whole periods, one unit.
+
+    >>> parse_window("RANGE 3 MONTHS SLIDE 1 MONTH WATTR ts TIMEZONE 'Europe/Berlin'")
+    Calendar(range=3, slide=1, unit='MONTH', wattr='ts', zone='Europe/Berlin')
+    >>> parse_window("RANGE 1 MONTH SLIDE 1 DAY WATTR ts")
+    Traceback (most recent call last):
+    wid.errors.WidError: a calendar window has RANGE and SLIDE in the same unit, got MONTH and DAY in [RANGE 1 MONTH SLIDE 1 DAY WATTR ts]
+    """
+    extra = sorted(set(params) - {"RANGE", "SLIDE", "WATTR", "TIMEZONE", "WEEKSTART"})
+    if extra:
+        raise WidError(f"a calendar window takes RANGE, SLIDE, WATTR, TIMEZONE and WEEKSTART, not {', '.join(extra)} "
+                       f"in [{clause}]")
+    for required in ("RANGE", "SLIDE", "WATTR"):
+        if required not in params:
+            raise WidError(f"missing {required} in [{clause}]{_misspelt(required, clause)}")
+    units = []
+    for keyword in ("RANGE", "SLIDE"):
+        words = params[keyword]
+        if len(words) != 2 or _unit(words[1]) is None:
+            raise WidError(f"{keyword} of a calendar window needs a whole number and a unit (DAYS, WEEKS, MONTHS, "
+                           f"QUARTERS, YEARS) in [{clause}]")
+        units.append(_unit(words[1]))
+    if units[0] != units[1]:
+        raise WidError(f"a calendar window has RANGE and SLIDE in the same unit, got {units[0]} and {units[1]} "
+                       f"in [{clause}]")
+    if units[0] not in CALENDAR:
+        raise WidError(f"TIMEZONE applies to DAYS, WEEKS, MONTHS, QUARTERS and YEARS; {units[0]}S are fixed-length "
+                       f"(align them with OFFSET) in [{clause}]")
+    texts = {}
+    for keyword in ("TIMEZONE", "WEEKSTART"):
+        words = params.get(keyword)
+        if words is not None and (len(words) != 1 or words[0][:1] not in "'\"" or not words[0]):
+            raise WidError(f"{keyword} needs a quoted name, e.g. {keyword} 'Europe/Berlin', in [{clause}]"
+                           if keyword == "TIMEZONE" else f"{keyword} needs a quoted day, e.g. WEEKSTART 'SUNDAY', "
+                           f"in [{clause}]")
+        texts[keyword] = words[0][1:-1] if words else None
+    amounts = [_number(params[k][0], k, clause) for k in ("RANGE", "SLIDE")]
+    return Calendar(*amounts, units[0], _attribute(params, "WATTR", clause), zone=texts["TIMEZONE"],
+                    weekstart=texts["WEEKSTART"] or "MONDAY")
 
 
 def _slide_by_tuple(
