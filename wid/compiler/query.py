@@ -10,8 +10,9 @@ refer to the output columns.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -27,6 +28,7 @@ from wid.errors import WidError
 from wid.windows.clause import parse_window
 from wid.windows.sqlexpr import Expr, Sql, column, null_like, quote
 from wid.windows.base import WindowSpec
+from wid.compiler.syntax.shape import Shape
 from wid.compiler.text import WindowQuery, normal_name, sort_item
 
 #: Output columns with the bounds of a window's extent, in the window attribute's type.
@@ -97,8 +99,11 @@ class CompiledQuery:
 
     def finish(self, aggregated: DataFrame, *extra: str) -> DataFrame:
         """The user's columns from the aggregate's result (plus ``extra`` columns), with HAVING,
-        ORDER BY and LIMIT applied."""
+        ORDER BY and LIMIT applied; a query in another engine's syntax in that engine's shape
+        (:class:`wid.compiler.syntax.shape.Shape`)."""
         out = aggregated.select(*[F.expr(e.alias(name)) for e, name in self.outputs(Sql.column)], *extra)
+        if self.query.shape is not None:
+            return self.query.shape.apply(out, extra)
         if self.query.having:
             out = out.where(F.expr(self.query.having))
         if self.query.order_by:
@@ -115,6 +120,23 @@ class CompiledQuery:
 def _sort_key(item: str):
     expr, direction = sort_item(item)
     return F.expr(expr).desc() if direction == "DESC" else F.expr(expr).asc()
+
+
+def _spark_shape(spark: SparkSession, parsed: WindowQuery, source: DataFrame | None) -> Shape:
+    """The shape of ``parsed`` (a query in Spark's syntax) with the names and types Spark's own
+    analysis of it gives (no job runs); a ``source`` DataFrame is read through a temp view of its
+    own for that analysis, dropped after it."""
+    shape = parsed.shape
+    if source is None:
+        schema = resolved(lambda: spark.sql(shape.analysed(parsed.source)), spark=spark, view=parsed.source).schema
+    else:
+        view = f"_wid_shape_{uuid.uuid4().hex}"
+        source.createOrReplaceTempView(view)
+        try:
+            schema = resolved(lambda: spark.sql(shape.analysed(view))).schema
+        finally:
+            spark.catalog.dropTempView(view)
+    return shape.typed(schema.names, [f.dataType.simpleString() for f in schema.fields])
 
 
 def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None,
@@ -149,6 +171,8 @@ def compile_query(spark: SparkSession, text: str, spec: WindowSpec | None = None
         source.schema  # noqa: B018 - resolves the view now, on classic and Connect sessions
     except AnalysisException as error:
         raise WidError(unresolved(parsed.source, error, given)) from None
+    if parsed.shape is not None and parsed.shape.analysis is not None:
+        parsed = replace(parsed, shape=_spark_shape(spark, parsed, source if given else None))
     columns = {c.lower(): c for c in source.columns}
     spec = spec.named(lambda c: columns.get(c.lower(), c))  # the view's spelling
     bounds = (WINDOW_START, WINDOW_END) if spec.extent(0) is not None else ()

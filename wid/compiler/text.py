@@ -12,7 +12,7 @@ names as Spark does; :func:`sort_item` splits an ORDER BY item.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
@@ -20,6 +20,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from wid.bucket.columns import WID
+from wid.compiler.syntax import translate
+from wid.compiler.syntax.shape import Shape
 from wid.errors import WidError
 from wid.windows.sqlexpr import column_name
 
@@ -75,11 +77,25 @@ class WindowQuery:
     having: str | None = None
     order_by: list[str] = field(default_factory=list)
     limit: int | None = None
+    #: A query written in another engine's syntax (:mod:`wid.compiler.syntax`): these parts are its
+    #: translation, and the result takes that engine's shape; None for wid's own syntax.
+    shape: Shape | None = None
 
     @staticmethod
     def parse(text: str) -> WindowQuery:
-        """The parts of ``text``; raises :class:`WidError` naming what is malformed."""
-        return _Text(text).query()
+        """The parts of ``text`` (in wid's syntax, or another a front end of :mod:`wid.compiler.syntax`
+        reads); raises :class:`WidError` naming what is malformed.
+
+        >>> q = WindowQuery.parse("SELECT k, count(*) AS n FROM readings GROUP BY window(ts, '4 seconds'), k")
+        >>> q.window, q.group_by, q.shape.names
+        ('RANGE 4 SECONDS SLIDE 4 SECONDS WATTR `ts`', ['`k`'], ('k', 'n'))
+        """
+        parts = _Text(text)
+        if parts.window() is None and parts.at and parts.at[0].token_type is TokenType.SELECT:
+            translation = translate(text)
+            if translation is not None:
+                return replace(_Text(translation.text).query(), shape=translation.shape)
+        return parts.query()
 
 
 def window_span(text: str) -> tuple[int, int] | None:

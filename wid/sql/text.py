@@ -49,6 +49,8 @@ def finish_sql(compiled: CompiledQuery, aggregated: str) -> str:
     columns = ", ".join(e.alias(name) for e, name in compiled.outputs(Sql.column))
     text = f"SELECT {columns} FROM ({aggregated})"
     q = compiled.query
+    if q.shape is not None:  # another engine's syntax: its result's shape
+        return q.shape.sql(text)
     if q.having:
         text = f"SELECT * FROM ({text}) WHERE {_expr(q.having)}"
     if q.order_by:

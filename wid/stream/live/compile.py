@@ -80,7 +80,8 @@ def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, windo
         raise WidError(f"live mode supports sliding, tumbling, hopping and landmark windows on a value attribute, "
                        f"ROWS windows in arrival order (WATTR row_num), sessions, slide-by-tuple windows in arrival "
                        f"order, SPL and Flink windows, not {type(spec).__name__} on {spec.wattr!r}")
-    if parsed.order_by or parsed.limit is not None:
+    shape = parsed.shape
+    if parsed.order_by or parsed.limit is not None or shape is not None and (shape.order_by or shape.limit is not None):
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
     compiled = compile_query(spark, query_text, Unfinished(spec) if spec.unfinished else spec, source=tuples)
     if not all(a.decomposable for a in compiled.aggregates):

@@ -89,6 +89,8 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
     results = frame.where(is_result).select(*map(column, named), EMIT_ROW, REVISION)
+    if compiled.query.shape is not None:  # another engine's syntax: its result's shape
+        results = compiled.query.shape.apply(results, (EMIT_ROW, REVISION))
     late = frame.where(~is_result).select(*[column(c).alias(c) for c in payload], WID,
                                           *[e.alias(name) for e, name in compiled.bounds(column(WID))])
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)
