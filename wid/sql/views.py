@@ -41,6 +41,7 @@ from wid.compiler.query import query
 from wid.windows.clause import parse_window
 from wid.windows.sqlexpr import NAME_PART, qualified
 from wid.sql.text import to_sql
+from wid.compiler.syntax import uses
 from wid.compiler.text import WindowQuery, window_span
 
 #: Argument type of the SQL functions: 21 integer digits (any long) and nanoseconds.
@@ -119,7 +120,8 @@ def create_view(spark: SparkSession, name: str, query_text: str, replace: bool =
 
 def is_window_query(statement: str) -> bool:
     """Whether ``statement`` reads a stream through a window clause: ``FROM view [ ... ]``
-    outside quotes, comments and parentheses (text that does not balance is left to Spark SQL).
+    outside quotes, comments and parentheses (text that does not balance is left to Spark SQL),
+    or through another engine's window syntax a front end reads (:func:`wid.compiler.syntax.uses`).
 
     >>> is_window_query("SELECT max(v) FROM readings [RANGE 4 WATTR ts] GROUP BY k")
     True
@@ -127,7 +129,7 @@ def is_window_query(statement: str) -> bool:
     (False, False)
     """
     try:
-        return window_span(statement) is not None
+        return window_span(statement) is not None or uses(statement)
     except WidError:
         return False
 

@@ -12,8 +12,18 @@ from __future__ import annotations
 from wid.compiler.syntax import spark
 from wid.compiler.syntax.shape import Translation
 
-#: The front ends, tried in order on a query without a bracket clause.
-FRONT_ENDS = (spark.translate,)
+#: The front ends, tried in order on a query without a bracket clause: ``(uses, translate)``, where
+#: ``uses(text)`` says whether the text is written in that syntax (without checking it).
+FRONT_ENDS = ((spark.uses, spark.translate),)
+
+
+def uses(text: str) -> bool:
+    """``text`` is written in a syntax a front end reads (its errors are then wid's to report).
+
+    >>> uses("SELECT count(*) FROM t GROUP BY session_window(ts, '5 seconds')"), uses("SELECT 1")
+    (True, False)
+    """
+    return any(claims(text) for claims, _ in FRONT_ENDS)
 
 
 def translate(text: str) -> Translation | None:
@@ -24,7 +34,7 @@ def translate(text: str) -> Translation | None:
     >>> translate("SELECT count(*) FROM t") is None
     True
     """
-    for front_end in FRONT_ENDS:
+    for _, front_end in FRONT_ENDS:
         found = front_end(text)
         if found is not None:
             return found
