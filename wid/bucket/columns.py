@@ -205,6 +205,24 @@ def bound_value(v: Expr, dtype: DataType, places: int = 0) -> Expr:
     return v if isinstance(dtype, IntegralType) else v.cast(dtype)
 
 
+def decimal_bound(n: Expr, places: int, dtype: DecimalType) -> Expr:
+    """An extent bound ``n`` counted in units of ``10**-places`` (an integral Column or SQL text)
+    as the decimal :func:`bound_value` gives, exactly: through its digits, since Spark's decimal
+    arithmetic keeps as few as 6 places once a product or sum needs more than 38 digits.
+
+    >>> bound = decimal_bound(F.col("id"), 18, DecimalType(38, 18))
+    >>> spark.createDataFrame([(-66666666666666667,), (10**18 + 5,)], "id long").select(bound.alias("b")).collect()
+    [Row(b=Decimal('-0.066666666666666667')), Row(b=Decimal('1.000000000000000005'))]
+    """
+    if not places:
+        return bound_value(n, dtype)
+    digits = call("lpad", call("abs", n).cast("string"), constant(places + 1, n), constant("0", n))
+    whole = call("substr", digits, constant(1, n), call("length", digits) - places)
+    fraction = call("substr", digits, call("length", digits) - (places - 1))
+    sign = when(n < 0, constant("-", n), constant("", n))
+    return bound_value(call("concat", sign, whole, constant(".", n), fraction), dtype, places)
+
+
 def position(partition: Sequence[str], order: Sequence[str], name: str, named: Named = column) -> Expr:
     """The 0-based ``row_number()`` over ``partition`` ordered by the columns ``order`` (the key
     ``named(order[-1])`` last), failing the query when the key equals its predecessor's (``lag``,

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, DecimalType, LongType
 
 from wid.aggregate.partials import Aggregate, numeric_arguments
-from wid.bucket.columns import WID, attribute_type, bound_value, numeric_value
+from wid.bucket.columns import WID, attribute_type, bound_value, decimal_bound, numeric_value
 from wid.bucket.kinds import bucket
 from wid.compiler import kinds
 from wid.compiler.analysis import analysis_errors, unresolved
@@ -86,14 +86,17 @@ class CompiledQuery:
         if self.units is None:
             return []
         dtype, factor = self.units
-        # a decimal attribute's bounds in decimals: (w+1)s may pass a long where s * w does not
+        places = self.spec.places
+        if isinstance(dtype, DecimalType):  # (w+1)s may pass a long where s * w does not: whole decimals
+            factor *= 10**places             # of 10**-places units, their digits then placed exactly
         start, end = (self.spec.scaled(factor) if factor != 1 else self.spec).extent(
             w.cast(DecimalType(38, 0)) if isinstance(dtype, DecimalType) else w)
-        places = self.spec.places
 
         def value(v: Expr) -> Expr:  # the kind's own (WindowSpec.own_bound: calendar periods), else x units
             own = self.spec.own_bound(v, dtype)
-            return bound_value(v, dtype, places) if own is None else own
+            if own is not None:
+                return own
+            return decimal_bound(v, places, dtype) if isinstance(dtype, DecimalType) else bound_value(v, dtype, places)
         end = value(end)
         return [(null_like(end) if start is None else value(start), WINDOW_START), (end, WINDOW_END)]
 

@@ -94,6 +94,8 @@ def replay(compiled, punctuation: Generator | None, allowed_lateness: Number = 0
     spec, tagged = compiled.spec, compiled.tagged
     if allowed_lateness and spec.positional:
         raise WidError("allowed_lateness applies to sliding, tumbling and landmark windows on a value attribute")
+    if allowed_lateness and spec.unmeasured:
+        raise WidError(f"allowed_lateness is an amount of the window attribute, but {spec.unmeasured}")
     if spec.positional:  # punctuation is None (wid.stream.punctuation.checked)
         punctuations = _implied(compiled)
     elif punctuation is None:

@@ -64,6 +64,9 @@ class Slack(Generator):
         if self.by == "rows":
             return column(WID_X), lambda seen: self.closed(compiled, seen)
         spec, amount = compiled.spec, as_number(self.amount, "slack amount")
+        if amount and spec.unmeasured:
+            raise WidError(f"slack({self.amount}) takes an amount of the window attribute off its values, but "
+                           f"{spec.unmeasured}: use slack(0), ordered_by(...) or embedded punctuations")
         x, factor = id_units(column(spec.wattr), attribute_type(compiled.tagged, spec.wattr), spec, places(amount))
         if factor == self.factor(compiled) and WID_X in compiled.tagged.columns:
             x = column(WID_X)  # one x per tuple: its expression, checks and all, is not written out again

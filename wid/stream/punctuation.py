@@ -131,6 +131,9 @@ class Generator(ABC):
     def on_ids(cls, compiled, value: Column, value_factor: int) -> Column:
         """A bound ``value`` (a number, ``value_factor`` units per clause unit) in ``wid_x``
         units, rounded down where those are whole (closing no window too early)."""
+        if compiled.spec.unmeasured:
+            raise WidError(f"this punctuation generator places bounds in the window attribute's units, but "
+                           f"{compiled.spec.unmeasured}: use embedded punctuations, ordered_by(...) or slack(0)")
         factor = cls.factor(compiled)
         if not compiled.spec.floors:
             return value * F.lit(factor // value_factor) if factor != value_factor else value

@@ -81,6 +81,10 @@ class WindowSpec:
     #: positions, window-ids that are tuples' values, the stream's largest window, an operator's
     #: buffers) and WHERE runs after it (:func:`wid.compiler.kinds.where`).
     where_first: ClassVar[bool] = False
+    #: Why an amount of the window attribute's units (a slack, a heartbeat's skew, an allowed
+    #: lateness) cannot be taken off this kind's ``x`` (:meth:`own_x`: calendar periods), as the
+    #: text of the error that refuses it; None: ``x`` is the attribute's value, such amounts apply.
+    unmeasured: ClassVar[str | None] = None
 
     def __post_init__(self) -> None:
         for field, keyword in self.number_fields:

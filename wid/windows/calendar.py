@@ -99,6 +99,7 @@ class Calendar(ContextFree):
     offset: Number = field(default=0, init=False, repr=False)
 
     number_fields: ClassVar[tuple[tuple[str, str], ...]] = (("range", "RANGE"), ("slide", "SLIDE"))
+    unmeasured: ClassVar[str | None] = "a calendar window's ids count local periods, not amounts of its attribute"
 
     def __post_init__(self) -> None:
         super().__post_init__()

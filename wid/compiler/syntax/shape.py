@@ -118,7 +118,11 @@ class Shape:
 @dataclass(frozen=True)
 class Translation:
     """A query in another syntax as wid's own (``text``, with the bracket clause) and the shape
-    of the other engine's result."""
+    of the other engine's result.
+
+    >>> Translation("SELECT count(*) AS n FROM t [RANGE 60 SLIDE 60 WATTR ts]", Shape(None, ("`n`",), ("n",))).shape.names
+    ('n',)
+    """
 
     text: str
     shape: Shape
