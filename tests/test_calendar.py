@@ -359,6 +359,18 @@ def test_bad_calendar_clauses_fail_in_one_line(spark, window, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("punctuation, lateness, message", [
+    (punctuate.slack(3600), 0, r"slack\(3600\) takes an amount of the window attribute"),
+    (punctuate.heartbeat(60, 0, clock="ts"), 0, r"this punctuation generator places bounds in the window attribute's units"),
+    (punctuate.slack(0), 1, r"allowed_lateness is an amount of the window attribute"),
+])
+def test_amounts_of_the_attribute_are_refused_on_calendar_periods(spark, timestamps, punctuation, lateness, message):
+    text = "SELECT count(*) AS n FROM cal [RANGE 1 MONTH SLIDE 1 MONTH WATTR ts TIMEZONE 'Europe/Berlin']"
+    with pytest.raises(WidError, match=message + r".*count local periods") as error:
+        wid.replay(spark, text, punctuation=punctuation, allowed_lateness=lateness)
+    assert "\n" not in str(error.value)
+
+
 def test_live_mode_refuses_calendar_windows_in_one_line(spark, timestamps):
     stream = spark.readStream.format("rate").load().selectExpr("value AS row_num", "timestamp AS ts", "'a' AS k")
     with pytest.raises(WidError, match="Calendar") as error:
