@@ -434,3 +434,37 @@ def test_readme_walkthrough_through_the_spark_sql_binary(spark, hive_catalog):
     assert lines[-4] == str(expected.count()) == "398"
     first = expected.limit(3).selectExpr(*[f"CAST(`{c}` AS STRING)" for c in expected.columns]).collect()
     assert [line.split("\t") for line in lines[-3:]] == [list(r) for r in first]
+
+
+#: Window views of the newer window kinds and syntaxes, over the walkthrough's table ``traffic``.
+NEW_KINDS = {
+    "q_offset": "SELECT seg_id, max(speed) AS hi, count(*) AS n FROM traffic "
+                "[RANGE 300 SECONDS SLIDE 60 SECONDS OFFSET 15 SECONDS WATTR ts] GROUP BY seg_id",
+    "q_cumulate": "SELECT seg_id, max(speed) AS hi, count(*) AS n FROM traffic "
+                  "[CUMULATE STEP 2 MINUTES SIZE 10 MINUTES OFFSET -1 MINUTE WATTR ts] GROUP BY seg_id",
+    "q_calendar": "SELECT count(*) AS n, min(speed) AS lo FROM traffic "
+                  "[RANGE 1 DAY SLIDE 1 DAY WATTR ts TIMEZONE 'America/New_York']",
+    "q_spark": "SELECT window.start AS s, window.end AS e, seg_id, round(avg(speed), 6) AS mean FROM traffic "
+               "GROUP BY window(ts, '5 minutes', '1 minute', '30 seconds'), seg_id",
+}
+
+
+@pytest.mark.slow
+def test_views_of_the_new_window_kinds_are_read_by_spark_sql(spark, hive_catalog):
+    """A view of an OFFSET grid, a cumulating window, a calendar day in New York and Spark's own
+    ``window()`` syntax, each made by ``wid sql`` on the walkthrough's catalog, read by the
+    distribution's ``spark-sql`` (a JVM process without wid): the rows of ``wid.query``."""
+    made = _run_walkthrough('wid sql -e "' + "; ".join(f"CREATE OR REPLACE VIEW {name} AS {text}"
+                                                       for name, text in NEW_KINDS.items()) + '"',
+                            hive_catalog.parent)
+    assert made.returncode == 0, made.stderr[-3000:]
+    read = _walkthrough()[1].rsplit("-e ", 1)[0] + '-e "' + "; ".join(f"SELECT * FROM {name}" for name in NEW_KINDS) + '"'
+    done = _run_walkthrough(read, hive_catalog.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    spark.read.parquet(str(SAMPLE)).createOrReplaceTempView("traffic")
+    expected = []
+    for text in NEW_KINDS.values():
+        out = wid.query(spark, text)
+        expected += [[str(v) for v in r] for r in out.selectExpr(*[f"CAST(`{c}` AS STRING)" for c in out.columns]).collect()]
+    lines = [line.split("\t") for line in done.stdout.splitlines() if line.strip()]
+    assert len(expected) > 1000 and sorted(lines) == sorted(expected)
