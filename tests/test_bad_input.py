@@ -33,7 +33,7 @@ def query(spark, window: str, select: str = "k, count(*) AS n", rest: str = "GRO
 @pytest.mark.parametrize(
     "window, message",
     [
-        ("5 SLIDE 2 WATTR x", r"starts with RANGE, SLIDE or SESSION"),
+        ("5 SLIDE 2 WATTR x", r"starts with RANGE, SLIDE, CUMULATE or SESSION"),
         ("RANGE 5 SLIDE WATTR x", r"SLIDE needs an amount"),
         ("RANGE five SLIDE 2 WATTR x", r"RANGE needs a number, got 'five'"),
         ("RANGE 5 2 1 SLIDE 2 WATTR x", r"RANGE needs an amount and an optional unit"),

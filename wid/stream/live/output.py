@@ -13,7 +13,7 @@ from pyspark.sql.types import DataType
 
 from wid.aggregate.partials import Aggregate
 from wid.bucket.columns import EMIT_ROW, REVISION, WID
-from wid.compiler.query import CompiledQuery, resolved
+from wid.compiler.query import CompiledQuery, compile_query, resolved  # compile_query: the examples'
 from wid.windows.sqlexpr import column
 
 
@@ -61,6 +61,23 @@ def _final(aggregate: Aggregate, index: int, dtype: DataType | None) -> Column:
 Fold = Callable[[Aggregate, Column, DataType], Column]
 
 
+def results_of(compiled: CompiledQuery, frame: DataFrame) -> DataFrame:
+    """The result rows of live mode's output ``frame`` (``kind``, the query's columns, ``emit_row``,
+    ``revision``, the late rows' columns) in the query's columns, or in the shape of the engine
+    whose syntax it was written in (:class:`wid.compiler.syntax.shape.Shape`).
+
+    >>> compiled = compile_query(spark, "SELECT k, count(*) AS n FROM readings [RANGE 2 SLIDE 2 WATTR ts] GROUP BY k")
+    >>> frame = spark.createDataFrame([("result", 0, 0.0, 2.0, "a", 1, 3, 0), ("late", 0, None, None, "a", None, None, None)],
+    ...     "kind string, wid long, window_start double, window_end double, k string, n long, emit_row long, revision long")
+    >>> results_of(compiled, frame).collect()
+    [Row(wid=0, window_start=0.0, window_end=2.0, k='a', n=1, emit_row=3, revision=0)]
+    """
+    named = [name for _, name in compiled.outputs(column)]
+    results = frame.where(column("kind") == "result").select(*map(column, named), EMIT_ROW, REVISION)
+    shape = compiled.query.shape
+    return results if shape is None else shape.apply(results, (EMIT_ROW, REVISION))
+
+
 def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], buckets: int, keys: list[str],
              extents: dict[str, Column], fold: Fold) -> Live:
     """``frame``, ``results`` and ``late`` over the processor's output ``out`` (grouped by
@@ -88,9 +105,7 @@ def views_of(compiled: CompiledQuery, out: DataFrame, payload: list[str], bucket
     frame = out.select("kind", *[e.alias(n) for n, e in columns.items()])
     if compiled.query.having:
         frame = frame.where(~is_result | F.expr(compiled.query.having))
-    results = frame.where(is_result).select(*map(column, named), EMIT_ROW, REVISION)
-    if compiled.query.shape is not None:  # another engine's syntax: its result's shape
-        results = compiled.query.shape.apply(results, (EMIT_ROW, REVISION))
+    results = results_of(compiled, frame)
     late = frame.where(~is_result).select(*[column(c).alias(c) for c in payload], WID,
                                           *[e.alias(name) for e, name in compiled.bounds(column(WID))])
     return Live(resolved(lambda: frame), resolved(lambda: results), resolved(lambda: late), compiled, buckets)

@@ -35,6 +35,7 @@ from wid.errors import WidError
 from wid.windows.numbers import positive_whole
 from wid.windows.sqlexpr import columns
 from wid.stream.live.job import END_COLUMN, Live
+from wid.stream.live.output import results_of
 
 log = logging.getLogger("wid.live")
 PARTITIONS = "spark.sql.shuffle.partitions"
@@ -275,5 +276,4 @@ def read_output(spark: SparkSession, live: Live, sink: str | Path) -> tuple[Data
     3 1 True
     """
     rows = spark.read.schema(live.frame.schema).parquet(str(sink))
-    return (rows.where(rows.kind == "result").select(*columns(live.results.columns)),
-            rows.where(rows.kind == "late").select(*columns(live.late.columns)))
+    return results_of(live.compiled, rows), rows.where(rows.kind == "late").select(*columns(live.late.columns))
