@@ -2,19 +2,21 @@
 
 Each front end reads a query in another engine's syntax and gives the same query in wid's own
 syntax plus the shape of that engine's result (:class:`wid.compiler.syntax.shape.Translation`):
-:mod:`wid.compiler.syntax.spark` (``GROUP BY window(...)`` and ``session_window(...)``). The
+:mod:`wid.compiler.syntax.spark` (``GROUP BY window(...)`` and ``session_window(...)``) and
+:mod:`wid.compiler.syntax.flink` (Flink SQL's window table-valued functions, ``FROM
+TABLE(TUMBLE(...))``). The
 compiler parses the translated text as any other query; below it, nothing knows which syntax
 a query used.
 """
 
 from __future__ import annotations
 
-from wid.compiler.syntax import spark
+from wid.compiler.syntax import flink, spark
 from wid.compiler.syntax.shape import Translation
 
 #: The front ends, tried in order on a query without a bracket clause: ``(uses, translate)``, where
 #: ``uses(text)`` says whether the text is written in that syntax (without checking it).
-FRONT_ENDS = ((spark.uses, spark.translate),)
+FRONT_ENDS = ((spark.uses, spark.translate), (flink.uses, flink.translate))
 
 
 def uses(text: str) -> bool:

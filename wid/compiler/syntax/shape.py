@@ -3,9 +3,11 @@ that engine returns, computed from wid's own result (``wid``, the extent's bound
 keys ``_wid_g<i>`` and aggregates ``_wid_a<j>`` the translated query selects).
 
 The shape adds the window's struct column where the syntax has one (Spark's ``window`` and
-``session_window``: ``struct<start, end>``), evaluates the user's select items over it as
-Spark SQL (each item's aggregates and grouping expressions already replaced by those columns),
-then HAVING, ORDER BY, the output names and types, and LIMIT. The same steps come as a DataFrame
+``session_window``: ``struct<start, end>``), rolls the per-window results up by grouping sets
+where the query has them (:class:`Grouping`: a second, window-agnostic aggregation of wid's
+finest grouping), evaluates the user's select items over it as Spark SQL (each item's
+aggregates and grouping expressions already replaced by those columns), then HAVING, ORDER BY,
+the output names and types, and LIMIT. The same steps come as a DataFrame
 (:meth:`Shape.apply`) and as SQL text (:meth:`Shape.sql`); nothing below the compiler sees it.
 """
 
@@ -40,6 +42,44 @@ def _sorted(item: str) -> Column:
 
 
 @dataclass(frozen=True)
+class Grouping:
+    """A second aggregation of wid's result by grouping sets: ``columns`` (the grouping columns, wid's
+    result's names), ``sets`` (each a tuple of those columns), ``aggregates`` (Spark SQL
+    ``expression AS name`` over wid's result; ``_wid_type<i>_`` in them stands for the type
+    :meth:`Shape.typed` finds in the analysis's ``i``-th column past the outputs).
+
+    >>> Grouping(("window_end", "_wid_key0"), (("window_end", "_wid_key0"), ("window_end",)),
+    ...          ("SUM(`_wid_agg0`) AS `_wid_agg0`",)).sql("r")
+    'SELECT `window_end`, `_wid_key0`, SUM(`_wid_agg0`) AS `_wid_agg0` FROM (r) GROUP BY GROUPING SETS ((`window_end`, `_wid_key0`), (`window_end`))'
+    """
+
+    columns: tuple[str, ...]
+    sets: tuple[tuple[str, ...], ...]
+    aggregates: tuple[str, ...]
+
+    def apply(self, df: DataFrame, extra: Sequence[str] = ()) -> DataFrame:
+        """The rolled-up ``df``; ``extra`` columns (replay's ``emit_row``) join every set."""
+        sets = [[F.col(c) for c in (*s, *extra)] for s in self.sets]
+        return df.groupingSets(sets, *[F.col(c) for c in (*self.columns, *extra)]).agg(
+            *[F.expr(a) for a in self.aggregates])
+
+    def sql(self, inner: str) -> str:
+        """:meth:`apply` as SQL over the relation ``inner``."""
+        sets = ", ".join("(" + ", ".join(map(_quote, s)) + ")" for s in self.sets)
+        return (f"SELECT {', '.join(map(_quote, self.columns))}, {', '.join(self.aggregates)} FROM ({inner}) "
+                f"GROUP BY GROUPING SETS ({sets})")
+
+    def typed(self, types: Sequence[str]) -> Grouping:
+        """These aggregates with ``types[i]`` in place of ``_wid_type<i>_``."""
+        out = []
+        for text in self.aggregates:
+            for i, kind in enumerate(types):
+                text = text.replace(f"_wid_type{i}_", kind)
+            out.append(text)
+        return replace(self, aggregates=tuple(out))
+
+
+@dataclass(frozen=True)
 class Shape:
     """How a translated query's rows become the other engine's result.
 
@@ -48,7 +88,8 @@ class Shape:
     ``names`` and ``types`` (DDL type strings, or None: the item's own type) of the output columns;
     ``having``, ``order_by`` (``expr [ASC|DESC] [NULLS FIRST|LAST]``), ``limit`` as in SQL;
     ``analysis``: the statement whose analysis by Spark gives the names and types (:meth:`typed`),
-    with the offsets of the source's name in it (:meth:`analysed` puts another name there).
+    with the offsets of the source's name in it (:meth:`analysed` puts another name there);
+    ``grouping``: a roll-up by grouping sets before the items (:class:`Grouping`), or None.
 
     >>> shape = Shape(("window", "window_start", "window_end"), ("`window`", "`_wid_a0`"), ("window", "n"),
     ...               having="`_wid_a0` > 1", order_by=("`window`.`start` DESC",))
@@ -66,6 +107,7 @@ class Shape:
     order_by: tuple[str, ...] = ()
     limit: int | None = None
     analysis: tuple[str, int, int] | None = None
+    grouping: Grouping | None = None
 
     def analysed(self, source: str) -> str:
         """:attr:`analysis` reading ``source`` (SQL text of a relation) in place of the view it names.
@@ -77,8 +119,15 @@ class Shape:
         return text[:first] + source + text[end:]
 
     def typed(self, names: Sequence[str], types: Sequence[str]) -> Shape:
-        """This shape with the output names and types Spark's analysis of :attr:`analysis` gave."""
-        return replace(self, names=tuple(names), types=tuple(types))
+        """This shape with the output names and types Spark's analysis of :attr:`analysis` gave (the
+        columns past the outputs type the :attr:`grouping`'s aggregates).
+
+        >>> Shape(None, ("`a`",), ("a",)).typed(["n"], ["bigint"]).types
+        ('bigint',)
+        """
+        n = len(self.items)
+        grouping = self.grouping.typed(types[n:]) if self.grouping is not None else None
+        return replace(self, names=tuple(names[:n]), types=tuple(types[:n]), grouping=grouping)
 
     def _final(self, i: int) -> str:
         value = f"`_wid_o{i}`"
@@ -91,6 +140,8 @@ class Shape:
         if self.struct is not None:
             name, start, end = self.struct
             df = df.withColumn(name, F.struct(F.col(start).alias("start"), F.col(end).alias("end")))
+        if self.grouping is not None:
+            df = self.grouping.apply(df, extra)
         df = df.select("*", *[F.expr(item).alias(f"_wid_o{i}") for i, item in enumerate(self.items)])
         if self.having:
             df = df.where(F.expr(self.having))
@@ -105,6 +156,8 @@ class Shape:
             name, start, end = self.struct
             inner = (f"SELECT *, named_struct('start', {_quote(start)}, 'end', {_quote(end)}) AS {_quote(name)} "
                      f"FROM ({inner})")
+        if self.grouping is not None:
+            inner = self.grouping.sql(inner)
         items = ", ".join(f"({item}) AS `_wid_o{i}`" for i, item in enumerate(self.items))
         text = f"SELECT *, {items} FROM ({inner})"
         if self.having:
