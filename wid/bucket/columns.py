@@ -211,12 +211,16 @@ def decimal_bound(n: Expr, places: int, dtype: DecimalType) -> Expr:
     arithmetic keeps as few as 6 places once a product or sum needs more than 38 digits.
 
     >>> bound = decimal_bound(F.col("id"), 18, DecimalType(38, 18))
-    >>> spark.createDataFrame([(-66666666666666667,), (10**18 + 5,)], "id long").select(bound.alias("b")).collect()
+    >>> ids = spark.createDataFrame([(-66666666666666667,), (10**18 + 5,)], "id long")
+    >>> ids.select(bound.alias("b")).collect()
     [Row(b=Decimal('-0.066666666666666667')), Row(b=Decimal('1.000000000000000005'))]
+    >>> ids.select(decimal_bound(F.col("id"), 2, DecimalType(20, 2)).alias("b")).first()
+    Row(b=Decimal('-666666666666666.67'))
     """
     if not places:
         return bound_value(n, dtype)
-    digits = call("lpad", call("abs", n).cast("string"), constant(places + 1, n), constant("0", n))
+    plain = call("abs", n).cast("string")  # lpad cuts a longer string: pad only to the places + 1 digits
+    digits = call("lpad", plain, call("greatest", call("length", plain), constant(places + 1, n)), constant("0", n))
     whole = call("substr", digits, constant(1, n), call("length", digits) - places)
     fraction = call("substr", digits, call("length", digits) - (places - 1))
     sign = when(n < 0, constant("-", n), constant("", n))
