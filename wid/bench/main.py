@@ -26,6 +26,7 @@ from wid.bench.kinds import REPLAY_QUERY, ROWS_CLAUSE, SPL_CLAUSE, fca, replay_v
 from wid.console import aligned
 from wid.errors import WidError
 from wid.bench.live import live_bench
+from wid.bench.periods import periods
 from wid.compiler.query import query
 from wid.sql.text import to_sql
 
@@ -207,6 +208,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--scale", type=int, metavar="REPLAY_ROWS",
                         help="time only a sliding query on --rows and its replay on REPLAY_ROWS disordered rows, "
                              "with peak RSS (JVM, Python driver) and spill")
+    parser.add_argument("--periods", action="store_true",
+                        help="time only a cumulating window (a day's running aggregates every hour) and a calendar "
+                             "window (7 local days of Berlin every day) on --rows readings over about a year, against "
+                             "Spark formulations")
     parser.add_argument("--session", type=int, metavar="GAP",
                         help="with --live: session windows of GAP seconds (Spark's session_window) instead")
     parser.set_defaults(command=run)
@@ -226,6 +231,12 @@ def run(args: argparse.Namespace, session: Callable[[], SparkSession]) -> int:
         for ratio in args.ratios:  # Spark's window() makes range/slide copies of each tuple; wid one pane range
             print("\n".join(live_bench(session(), args.rows, args.segments, range_s=ratio * args.slide,
                                        slide_s=args.slide)))
+        return 0
+    if args.periods:
+        times = periods(session(), args.rows, args.segments, args.repeat)
+        for kind in ("cumulate", "calendar"):
+            wid_s, spark_s = times[f"{kind}: wid"], times[f"{kind}: Spark"]
+            print(f"{kind}: wid {wid_s:.2f} s, Spark formulation {spark_s:.2f} s ({spark_s / wid_s:.2f}x wid)")
         return 0
     if args.scale is not None:
         if args.scale < 1:
