@@ -258,6 +258,7 @@ def test_window_aggregate_itcase_window_columns(spark, flink_t1):
     # aggregate, and COUNT(DISTINCT)), testRelaxFormProctimeCascadeWindowAgg (processing time).
 
 
+@pytest.mark.slow
 def test_names_types_and_to_sql(spark, flink_t1):
     """Unaliased aggregates take Spark's names, window columns the attribute's type; wid.to_sql's
     text returns the same; Flink's named arguments are the positional ones."""
@@ -273,7 +274,31 @@ def test_names_types_and_to_sql(spark, flink_t1):
                     "a,2020-10-10T00:00,2020-10-10T00:00:10,2020-10-10T00:00:09.999999,6,3.330000",
                     "b,2020-10-10T00:00,2020-10-10T00:00:10,2020-10-10T00:00:09.999999,2,6.660000"]
     assert [tuple(r) for r in spark.sql(wid.to_sql(spark, query)).collect()] == [tuple(r) for r in ours.collect()]
+    rolled = ("SELECT GROUPING_ID(`name`) AS gid, `name`, window_end, AVG(bigdec), MIN(`float`) AS lo FROM TABLE("
+              "CUMULATE(TABLE T1, DESCRIPTOR(rowtime), INTERVAL '5' SECOND, INTERVAL '15' SECOND)) "
+              "GROUP BY window_start, window_end, ROLLUP(`name`) HAVING COUNT(*) > 3 ORDER BY 1, 2 NULLS LAST, 3")
+    ours = wid.query(spark, rolled)
+    assert ours.schema.simpleString() == ("struct<gid:bigint,name:string,window_end:timestamp_ntz,"
+                                          "avg(bigdec):decimal(14,6),lo:float>")
+    assert [",".join(map(flink_text, r)) for r in ours.collect()] == [  # the late row counted
+        "0,a,2020-10-10T00:00:05,3.330000,1.0", "0,a,2020-10-10T00:00:10,3.330000,1.0",
+        "0,a,2020-10-10T00:00:15,3.330000,1.0", "1,null,2020-10-10T00:00:05,3.330000,1.0",
+        "1,null,2020-10-10T00:00:10,3.805714,1.0", "1,null,2020-10-10T00:00:15,3.805714,1.0"]
+    assert [tuple(r) for r in spark.sql(wid.to_sql(spark, rolled)).collect()] == [tuple(r) for r in ours.collect()]
 
+
+def test_a_numeric_attribute_is_read_in_seconds(spark):
+    """Flink refuses a numeric time attribute; wid reads it in seconds, as the bracket clause does,
+    its window bounds numbers; window_time, a timestamp's last microsecond, is then refused."""
+    spark.createDataFrame([(1.5, "a", 2), (7.25, "a", 3), (-0.5, "b", 1)], "ts double, k string, v long"
+                          ).createOrReplaceTempView("numbers")
+    tvf = "TABLE(TUMBLE(TABLE numbers, DESCRIPTOR(ts), INTERVAL '5' SECOND))"
+    ours = wid.query(spark, f"SELECT k, window_start, window_end, SUM(v) AS s FROM {tvf} "
+                            "GROUP BY k, window_start, window_end")
+    assert sorted(map(tuple, ours.collect())) == [("a", 0.0, 5.0, 2), ("a", 5.0, 10.0, 3), ("b", -5.0, 0.0, 1)]
+    with pytest.raises(WidError, match="window_end") as error:
+        wid.query(spark, f"SELECT window_time, SUM(v) FROM {tvf} GROUP BY window_start, window_end")
+    assert "\n" not in str(error.value)
 
 # --- Spark SQL as the oracle ----------------------------------------------------------------------
 

@@ -426,9 +426,9 @@ def translate(text: str) -> Translation | None:
     analysed = [e.transform(timed) if isinstance(e, exp.Alias) or not (_window(e) or e.find(exp.GroupingId))
                 else exp.alias_(e.transform(timed), spark_name(e), quoted=True) for e in select.expressions]
     head = (f"SELECT {', '.join(sql(e) for e in analysed)}"
-            f"{''.join(f', {t}' for t in typing)} FROM (SELECT *, {wattr} AS `window_start`, {wattr} AS `window_end`, "
-            f"{wattr} - INTERVAL '1' MICROSECOND AS `window_time` FROM ")
-    analysis = f"{head}{source}) GROUP BY {', '.join(sql(g) for g in group.expressions)}"
+            f"{''.join(f', {t}' for t in typing)} FROM (SELECT *, {wattr} AS `window_start`, {wattr} AS `window_end` "
+            "FROM ")
+    analysis = f"{head}{source}) GROUP BY {', '.join(sql(g) for g in group.expressions if _window(g) != 'window_time')}"
     limit = select.args.get("limit")
     shape = Shape(None, tuple(sql(i) for i in items), tuple(names), having=having_text, order_by=tuple(order),
                   limit=int(limit.expression.this) if limit is not None else None,
