@@ -83,6 +83,9 @@ def compiled_live(spark: SparkSession, query_text: str, tuples: DataFrame, windo
     shape = parsed.shape
     if parsed.order_by or parsed.limit is not None or shape is not None and (shape.order_by or shape.limit is not None):
         raise WidError("live mode emits windows as they close: ORDER BY and LIMIT are for the sink's reader")
+    if shape is not None and shape.grouping is not None:
+        raise WidError("live mode emits each window and key as it closes: GROUPING SETS, ROLLUP and CUBE roll "
+                       "finished windows up, in a query over the sink (or wid.replay)")
     compiled = compile_query(spark, query_text, Unfinished(spec) if spec.unfinished else spec, source=tuples)
     if not all(a.decomposable for a in compiled.aggregates):
         raise WidError("live mode keeps panes of count, sum, avg, min and max only")
