@@ -28,7 +28,7 @@ from sqlglot.tokens import Token, TokenType
 
 from wid.compiler.syntax.intervals import literal_micros, seconds_text
 from wid.compiler.syntax.shape import Grouping, Shape, Translation
-from wid.compiler.syntax.statement import aggregates, parse, sql, tokens
+from wid.compiler.syntax.statement import Outputs, aggregates, parse, sql, tokens
 from wid.errors import WidError
 
 #: Flink's window TVFs and their parameters, in positional order.
@@ -371,28 +371,7 @@ def translate(text: str) -> Translation | None:
                                                                   unit=exp.var("MICROSECOND"))))
         return node
 
-    items = [e.unalias().transform(replaced) for e in select.expressions]
-    names = [e.alias if isinstance(e, exp.Alias) else (e.name if isinstance(e, exp.Column) else sql(e))
-             for e in select.expressions]
-    outputs = {n.lower(): i for i, n in reversed(list(enumerate(names)))}
-
-    def output(node: exp.Expression) -> exp.Expression:  # a name of the select list: that column
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in outputs:
-            return exp.column(f"_wid_o{outputs[node.name.lower()]}", quoted=True)
-        return node
-
-    having = select.args.get("having")
-    having_text = sql(having.this.transform(replaced).transform(output)) if having else None
-    order = []
-    for item in select.args["order"].expressions if select.args.get("order") else []:
-        key = item.this
-        if isinstance(key, exp.Literal) and key.is_int:
-            key = exp.column(f"_wid_o{int(key.this) - 1}", quoted=True)
-        key = key.transform(output).transform(replaced)
-        descending = bool(item.args.get("desc"))
-        first = item.args.get("nulls_first")
-        first = (not descending) if first is None else first
-        order.append(f"{sql(key)} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if first else 'LAST'}")
+    outputs = Outputs.of(select, replaced)
     grouping = None
     if sets is not None:
         group_columns = (start, end_column, *[f"_wid_key{i}" for i in range(len(key_texts))])
@@ -429,8 +408,6 @@ def translate(text: str) -> Translation | None:
             f"{''.join(f', {t}' for t in typing)} FROM (SELECT *, {wattr} AS `window_start`, {wattr} AS `window_end` "
             "FROM ")
     analysis = f"{head}{source}) GROUP BY {', '.join(sql(g) for g in group.expressions if _window(g) != 'window_time')}"
-    limit = select.args.get("limit")
-    shape = Shape(None, tuple(sql(i) for i in items), tuple(names), having=having_text, order_by=tuple(order),
-                  limit=int(limit.expression.this) if limit is not None else None,
-                  analysis=(analysis, len(head), len(head) + len(source)), grouping=grouping)
+    shape = Shape(None, outputs.items, outputs.names, having=outputs.having, order_by=outputs.order_by,
+                  limit=outputs.limit, analysis=(analysis, len(head), len(head) + len(source)), grouping=grouping)
     return Translation(wid_text, shape)

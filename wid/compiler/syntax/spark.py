@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from wid.compiler.syntax.intervals import literal_micros, micros, seconds_text
 from wid.compiler.syntax.shape import Shape, Translation
-from wid.compiler.syntax.statement import aggregates, parse, source_span, sql, tokens
+from wid.compiler.syntax.statement import Outputs, aggregates, parse, source_span, sql, tokens
 from wid.errors import WidError
 
 #: Spark's window functions -> the columns of wid's result holding the struct's start and end.
@@ -163,32 +163,9 @@ def translate(text: str) -> Translation | None:
                            expression=exp.Interval(this=exp.Literal.string("1"), unit=exp.var("MICROSECOND")))
         return node
 
-    items = [e.unalias().transform(replaced) for e in select.expressions]
-    names = [e.alias if isinstance(e, exp.Alias) else (e.name if isinstance(e, exp.Column) else sql(e))
-             for e in select.expressions]
-    outputs = {n.lower(): i for i, n in reversed(list(enumerate(names)))}
-
-    def output(node: exp.Expression) -> exp.Expression:  # a name of the select list: that column
-        if isinstance(node, exp.Column) and not node.table and node.name.lower() in outputs:
-            return exp.column(f"_wid_o{outputs[node.name.lower()]}", quoted=True)
-        return node
-
-    having = select.args.get("having")
-    having_text = sql(having.this.transform(replaced).transform(output)) if having else None
-    order = []
-    for item in select.args["order"].expressions if select.args.get("order") else []:
-        key = item.this
-        if isinstance(key, exp.Literal) and key.is_int:
-            key = exp.column(f"_wid_o{int(key.this) - 1}", quoted=True)
-        key = key.transform(output).transform(replaced)
-        descending = bool(item.args.get("desc"))
-        first = item.args.get("nulls_first")
-        first = (not descending) if first is None else first
-        order.append(f"{sql(key)} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if first else 'LAST'}")
-    limit = select.args.get("limit")
+    outputs = Outputs.of(select, replaced)
     timed = any(n.name.lower() == "window_time" for n in select.find_all(exp.Anonymous))  # Spark refuses it here
     analysed = None if timed else (text, *source_span(text))
-    shape = Shape((name, *FUNCTIONS[call.name.lower()]), tuple(sql(i) for i in items), tuple(names),
-                  having=having_text, order_by=tuple(order),
-                  limit=int(limit.expression.this) if limit is not None else None, analysis=analysed)
+    shape = Shape((name, *FUNCTIONS[call.name.lower()]), outputs.items, outputs.names, having=outputs.having,
+                  order_by=outputs.order_by, limit=outputs.limit, analysis=analysed)
     return Translation(wid_text, shape)

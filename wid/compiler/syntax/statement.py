@@ -8,6 +8,9 @@ Spark SQL's ``window`` is a function and a column name (``GROUP BY window(ts, '5
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import ParseError, TokenError
@@ -95,3 +98,53 @@ def source_span(text: str) -> tuple[int, int]:
             if j > i + 1:
                 return found[i + 1].start, found[j - 1].end + 1
     raise WidError("expected FROM <view>: " + " ".join(text.split()))
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """A SELECT's output columns over the columns of wid's result: each select item with
+    ``replaced`` applied (an aggregate, a grouping key, the window: the column wid computes them
+    in), its output name, HAVING and ORDER BY (whose names of the select list read those outputs,
+    ``_wid_o<i>``, as :class:`wid.compiler.syntax.shape.Shape` names them) and LIMIT.
+
+    >>> select = parse("SELECT k, count(*) AS n FROM t GROUP BY k HAVING n > 1 ORDER BY 2 DESC LIMIT 3", "x")
+    >>> as_agg = lambda node: exp.column("_wid_agg0", quoted=True) if isinstance(node, exp.Count) else node
+    >>> o = Outputs.of(select, as_agg)
+    >>> o.items, o.names, o.having, o.order_by, o.limit
+    (('`k`', '`_wid_agg0`'), ('k', 'n'), '`_wid_o1` > 1', ('`_wid_o1` DESC NULLS LAST',), 3)
+    """
+
+    items: tuple[str, ...]
+    names: tuple[str, ...]
+    having: str | None
+    order_by: tuple[str, ...]
+    limit: int | None
+
+    @staticmethod
+    def of(select: exp.Select, replaced: Callable[[exp.Expression], exp.Expression]) -> Outputs:
+        """The outputs of ``select``, ``replaced`` mapping a node to the column of wid's result
+        holding it (or the node itself); Spark's defaults for the NULLs' order."""
+        names = [e.alias if isinstance(e, exp.Alias) else (e.name if isinstance(e, exp.Column) else sql(e))
+                 for e in select.expressions]
+        outputs = {n.lower(): i for i, n in reversed(list(enumerate(names)))}
+
+        def output(node: exp.Expression) -> exp.Expression:  # a name of the select list: that column
+            if isinstance(node, exp.Column) and not node.table and node.name.lower() in outputs:
+                return exp.column(f"_wid_o{outputs[node.name.lower()]}", quoted=True)
+            return node
+
+        having = select.args.get("having")
+        order = []
+        for item in select.args["order"].expressions if select.args.get("order") else []:
+            key = item.this
+            if isinstance(key, exp.Literal) and key.is_int:
+                key = exp.column(f"_wid_o{int(key.this) - 1}", quoted=True)
+            key = key.transform(output).transform(replaced)
+            descending = bool(item.args.get("desc"))
+            first = item.args.get("nulls_first")
+            first = (not descending) if first is None else first
+            order.append(f"{sql(key)} {'DESC' if descending else 'ASC'} NULLS {'FIRST' if first else 'LAST'}")
+        limit = select.args.get("limit")
+        return Outputs(tuple(sql(e.unalias().transform(replaced)) for e in select.expressions), tuple(names),
+                       sql(having.this.transform(replaced).transform(output)) if having else None, tuple(order),
+                       int(limit.expression.this) if limit is not None else None)
