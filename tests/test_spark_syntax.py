@@ -164,3 +164,50 @@ def test_a_null_time_is_reported_not_dropped(spark):
     spark.createDataFrame([(None, "a", Decimal("1.00"), "1 second")], COLUMNS).createOrReplaceTempView("events")
     with pytest.raises(Exception, match="wid: NULL or NaN window attribute 'ts' in the tuple with ts=NULL, k=a"):
         wid.query(spark, "SELECT window, count(*) FROM events GROUP BY window(ts, '1 minute')").collect()
+
+
+#: The input rows of Spark's DataFrameTimeWindowingSuite (sql/core/src/test/scala/org/apache/spark/sql/):
+#: ``(time, value, id)``.
+SUITE_ROWS = [("2016-03-27 19:39:34", 1, "a"), ("2016-03-27 19:39:56", 2, "a"), ("2016-03-27 19:39:27", 4, "b")]
+
+
+@pytest.mark.parametrize("test, rows, group, expected", [
+    ("simple tumbling window with record at window start", [("2016-03-27 19:39:30", 1, "a")],
+     "window(time, '10 seconds')", [("2016-03-27 19:39:30", "2016-03-27 19:39:40", 1)]),
+    ("SPARK-21590: tumbling window using negative start time",
+     [("2016-03-27 19:39:30", 1, "a"), ("2016-03-27 19:39:25", 2, "a")],
+     "window(time, '10 seconds', '10 seconds', '-5 seconds')", [("2016-03-27 19:39:25", "2016-03-27 19:39:35", 2)]),
+    ("tumbling window groupBy statement with startTime", SUITE_ROWS,
+     "window(time, '10 seconds', '10 seconds', '5 seconds'), id", [1, 1, 1]),
+    ("SPARK-21590: tumbling window groupBy statement with negative startTime", SUITE_ROWS,
+     "window(time, '10 seconds', '10 seconds', '-5 seconds'), id", [1, 1, 1]),
+    ("sliding window grouping", SUITE_ROWS, "window(time, '10 seconds', '3 seconds', '0 second')", [
+        ("2016-03-27 19:39:18", "2016-03-27 19:39:28", 1), ("2016-03-27 19:39:21", "2016-03-27 19:39:31", 1),
+        ("2016-03-27 19:39:24", "2016-03-27 19:39:34", 1), ("2016-03-27 19:39:27", "2016-03-27 19:39:37", 2),
+        ("2016-03-27 19:39:30", "2016-03-27 19:39:40", 1), ("2016-03-27 19:39:33", "2016-03-27 19:39:43", 1),
+        ("2016-03-27 19:39:48", "2016-03-27 19:39:58", 1), ("2016-03-27 19:39:51", "2016-03-27 19:40:01", 1),
+        ("2016-03-27 19:39:54", "2016-03-27 19:40:04", 1)]),
+    ("millisecond precision sliding windows",
+     [("2016-03-27 09:00:00.41", 3, "a"), ("2016-03-27 09:00:00.62", 6, "a"), ("2016-03-27 09:00:00.715", 8, "a")],
+     "window(time, '200 milliseconds', '40 milliseconds', '0 milliseconds')", [
+        ("2016-03-27 09:00:00.24", "2016-03-27 09:00:00.44", 1), ("2016-03-27 09:00:00.28", "2016-03-27 09:00:00.48", 1),
+        ("2016-03-27 09:00:00.32", "2016-03-27 09:00:00.52", 1), ("2016-03-27 09:00:00.36", "2016-03-27 09:00:00.56", 1),
+        ("2016-03-27 09:00:00.4", "2016-03-27 09:00:00.6", 1), ("2016-03-27 09:00:00.44", "2016-03-27 09:00:00.64", 1),
+        ("2016-03-27 09:00:00.48", "2016-03-27 09:00:00.68", 1), ("2016-03-27 09:00:00.52", "2016-03-27 09:00:00.72", 2),
+        ("2016-03-27 09:00:00.56", "2016-03-27 09:00:00.76", 2), ("2016-03-27 09:00:00.6", "2016-03-27 09:00:00.8", 2),
+        ("2016-03-27 09:00:00.64", "2016-03-27 09:00:00.84", 1), ("2016-03-27 09:00:00.68", "2016-03-27 09:00:00.88", 1)]),
+    # "negative timestamps" selects window(...) per row; grouped by the window here, one row per window.
+    ("negative timestamps", [("1970-01-01 00:00:02", 1, "a"), ("1970-01-01 00:00:12", 2, "a")],
+     "window(time, '10 seconds', '10 seconds', '5 seconds')",
+     [("1969-12-31 23:59:55", "1970-01-01 00:00:05", 1), ("1970-01-01 00:00:05", "1970-01-01 00:00:15", 1)]),
+])
+def test_sparks_own_time_windowing_suite(spark, test, rows, group, expected):
+    """The grouped cases of Spark's ``DataFrameTimeWindowingSuite`` (start times negative and
+    positive, milliseconds, before 1970), their expected rows as the suite states them: the
+    window's bounds as strings and the count, or the counts alone in window order."""
+    spark.createDataFrame(rows, "t string, value int, id string").selectExpr(
+        "CAST(t AS TIMESTAMP) AS time", "value", "id").createOrReplaceTempView("suite")
+    out = wid.query(spark, f"SELECT CAST(window.start AS STRING) AS s, CAST(window.end AS STRING) AS e, "
+                           f"count(*) AS counts FROM suite GROUP BY {group} ORDER BY window.start")
+    got = [tuple(r) for r in out.collect()]
+    assert (got if isinstance(expected[0], tuple) else [r[2] for r in got]) == expected, test
