@@ -297,6 +297,8 @@ def _offset(draw, attribute: Attribute, slide: Fraction) -> tuple[str, Fraction]
     if not draw(st.integers(0, 4)):
         return "", Fraction(0)
     grid = attribute.grid
+    while slide * OVERLAP * 4 / grid > 2**59:  # clause numbers in the offset's places stay within 2**61 (else refused)
+        grid *= 10
     o = draw(st.sampled_from((slide / 2, slide / 3, slide - grid, grid, slide * 3 + grid, slide / 7)))
     o = round(o / grid) * grid * draw(st.sampled_from((1, -1)))
     return f" OFFSET {_decimal_text(o)}{' SECONDS' if attribute.type == 'timestamp' else ''}", o
@@ -323,8 +325,9 @@ def _value(source: Source, attribute: Attribute, clause: Clause, span: Fraction,
     else:
         value = base + source.randint(-int(span / grid) // 4, int(span / grid)) * grid
     value = round(value / grid) * grid
-    if attribute.type == "long":  # into the exact range |x| <= 2**61
-        value = min(max(value, Fraction(-(2**61))), Fraction(2**61))
+    if attribute.type == "long":  # into the exact range |x| <= 2**61 - |o| (ids floor((x-o)/s) within 2**61)
+        most = 2**61 - abs(clause.offset)
+        value = min(max(value, -most), most)
     return value
 
 
